@@ -1,0 +1,295 @@
+/**
+ * Credentials: resolving a bearer credential to a Principal, password + TOTP login, invite
+ * acceptance with MFA enrolment, password-reset completion, and minting admin JWTs.
+ */
+import { Secret, TOTP } from "otpauth";
+import { AppError, errors } from "../errors.ts";
+import { MINUTE } from "../time.ts";
+import type { Principal, Role, Scope } from "./access.ts";
+import { parseScopes } from "./api-key.ts";
+import { findKeyById, touchKeys } from "./api-keys.repository.ts";
+import type { AccountsContext } from "./context.ts";
+import { API_KEY_PREFIX_LENGTH, looksLikeApiKey, sameHash, sha256 } from "./secrets.ts";
+import type { SessionSigner } from "./sessions.ts";
+import type { UserTable } from "./user.table.ts";
+import { normalizeEmail } from "./user.ts";
+import {
+  bumpSessionVersion,
+  findUserById,
+  findUserByInviteHash,
+  findUserByResetHash,
+  findUsersByEmail,
+  updateUser,
+} from "./users.repository.ts";
+
+export const SESSION_TTL_MS = 12 * 60 * MINUTE;
+export const MAX_ADMIN_TOKEN_TTL_MS = 24 * 60 * MINUTE;
+const LAST_USED_INTERVAL_MS = MINUTE;
+const LOGIN_FAILURES_ALLOWED = 10;
+const LOGIN_FAILURE_WINDOW_MS = 15 * MINUTE;
+
+/** JWT subjects for service-bound keys (tokens minted by `/auth/token` with such a key). */
+const KEY_SUBJECT = "key:";
+
+interface KeyLookupRow {
+  id: string;
+  org_id: string;
+  user_id: string | null;
+  secret_hash: string;
+  scopes: string;
+  expires_at: number | null;
+  revoked_at: number | null;
+  role: Role | null;
+  status: string | null;
+}
+
+export class AuthService {
+  private readonly lastUsedWritten = new Map<string, number>();
+  private readonly loginFailures = new Map<string, { count: number; since: number }>();
+
+  constructor(
+    private readonly ctx: AccountsContext,
+    readonly signer: SessionSigner,
+  ) {}
+
+  /** The principal behind an `Authorization` header, or 401 `unauthenticated`. */
+  async authenticate(header: string | null): Promise<Principal> {
+    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    const credential = match?.[1];
+    if (!credential) throw errors.unauthenticated();
+    const principal = looksLikeApiKey(credential)
+      ? this.fromApiKey(credential)
+      : await this.fromJwt(credential);
+    if (!principal) throw errors.unauthenticated();
+    return principal;
+  }
+
+  private fromApiKey(secret: string): Principal | null {
+    const hash = sha256(secret);
+    const rows = this.ctx.store.reader
+      .query(
+        `SELECT k.id, k.org_id, k.user_id, k.secret_hash, k.scopes, k.expires_at, k.revoked_at, u.role, u.status
+         FROM api_keys k LEFT JOIN users u ON u.id = k.user_id WHERE k.prefix = ?`,
+      )
+      .all(secret.slice(0, API_KEY_PREFIX_LENGTH)) as KeyLookupRow[];
+    const row = rows.find((r) => sameHash(r.secret_hash, hash));
+    const now = Date.now();
+    if (!row || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) return null;
+    if (row.user_id !== null && (row.role === null || row.status === "suspended")) return null;
+    this.noteUse(row.id, now);
+    return {
+      orgId: row.org_id,
+      kind: "api_key",
+      userId: row.user_id,
+      role: row.role,
+      scopes: new Set(parseScopes(row.scopes)),
+      keyId: row.id,
+      actor: row.user_id ?? `${KEY_SUBJECT}${row.id}`,
+    };
+  }
+
+  private async fromJwt(token: string): Promise<Principal | null> {
+    const claims = await this.signer.verify(token);
+    if (!claims) return null;
+    if (claims.userId.startsWith(KEY_SUBJECT)) {
+      const key = await findKeyById(this.ctx.store.read, claims.userId.slice(KEY_SUBJECT.length));
+      if (!key || key.org_id !== claims.orgId || key.revoked_at !== null || key.user_id !== null) return null;
+      if (key.expires_at !== null && key.expires_at <= Date.now()) return null;
+      return {
+        orgId: key.org_id,
+        kind: "session",
+        userId: null,
+        role: null,
+        scopes: new Set<Scope>(["admin"]),
+        keyId: key.id,
+        actor: claims.userId,
+      };
+    }
+    const user = await findUserById(this.ctx.store.read, claims.userId);
+    if (!user || user.org_id !== claims.orgId || user.status !== "active") return null;
+    if (user.session_version !== claims.sessionVersion) return null;
+    return {
+      orgId: user.org_id,
+      kind: "session",
+      userId: user.id,
+      role: user.role,
+      scopes: null,
+      keyId: null,
+      actor: user.id,
+    };
+  }
+
+  /** `last_used_at` is written at most once a minute per key, after the request. */
+  private noteUse(keyId: string, now: number): void {
+    const last = this.lastUsedWritten.get(keyId) ?? 0;
+    if (now - last < LAST_USED_INTERVAL_MS) return;
+    this.lastUsedWritten.set(keyId, now);
+    this.ctx.store
+      .write((tx) => touchKeys(tx, [keyId], now))
+      .catch((error: unknown) => {
+        this.ctx.log.warn("could not record key use", { key_id: keyId, error: String(error) });
+      });
+  }
+
+  async login(input: { email: string; password: string; totp: string; org?: string }) {
+    const email = normalizeEmail(input.email);
+    this.checkLoginRate(email);
+    const candidates = await findUsersByEmail(this.ctx.store.read, email);
+    let users = candidates.filter((u) => u.status === "active" && u.password_hash && u.mfa_enabled === 1);
+    if (input.org !== undefined) {
+      const orgIds = await this.orgIdsForSlug(input.org);
+      users = users.filter((u) => orgIds.has(u.org_id));
+    }
+    const matches: UserTable[] = [];
+    for (const user of users) {
+      if (await Bun.password.verify(input.password, user.password_hash as string)) matches.push(user);
+    }
+    if (matches.length > 1) {
+      throw errors.field("org", "is required: this email belongs to several organizations");
+    }
+    const user = matches[0];
+    if (!user?.totp_secret || !totpValid(user.totp_secret, input.totp)) {
+      this.noteLoginFailure(email);
+      throw errors.unauthenticated();
+    }
+    this.loginFailures.delete(email);
+    const now = Date.now();
+    await this.ctx.store.write((tx) => updateUser(tx, user.id, { last_login_at: now }));
+    return this.issue(user, SESSION_TTL_MS);
+  }
+
+  private async orgIdsForSlug(slug: string): Promise<Set<string>> {
+    const rows = await this.ctx.store.read.selectFrom("orgs").select("id").where("slug", "=", slug).execute();
+    return new Set(rows.map((r) => r.id));
+  }
+
+  private checkLoginRate(email: string): void {
+    const entry = this.loginFailures.get(email);
+    if (!entry) return;
+    const elapsed = Date.now() - entry.since;
+    if (elapsed > LOGIN_FAILURE_WINDOW_MS) {
+      this.loginFailures.delete(email);
+      return;
+    }
+    if (entry.count >= LOGIN_FAILURES_ALLOWED) {
+      const retryAfter = Math.ceil((LOGIN_FAILURE_WINDOW_MS - elapsed) / 1000);
+      throw new AppError(
+        "rate_limited",
+        "Too many failed logins; try again later.",
+        { retry_after_seconds: retryAfter },
+        {
+          "retry-after": String(retryAfter),
+        },
+      );
+    }
+  }
+
+  private noteLoginFailure(email: string): void {
+    const entry = this.loginFailures.get(email);
+    if (entry) entry.count += 1;
+    else this.loginFailures.set(email, { count: 1, since: Date.now() });
+  }
+
+  /** Sets the password of an invited user and starts MFA enrolment. */
+  async acceptInvite(input: { token: string; password: string }) {
+    const user = await this.userByInvite(input.token);
+    const passwordHash = await Bun.password.hash(input.password, "argon2id");
+    const secret = new Secret({ size: 20 });
+    await this.ctx.store.write((tx) =>
+      updateUser(tx, user.id, { password_hash: passwordHash, totp_secret: secret.base32, mfa_enabled: 0 }),
+    );
+    const totp = makeTotp(secret.base32, user.email);
+    return { totp_secret: secret.base32, otpauth_url: totp.toString() };
+  }
+
+  /** Confirms the authenticator with a first code; the user becomes active and may log in. */
+  async confirmMfa(input: { token: string; totp: string }) {
+    const user = await this.userByInvite(input.token);
+    if (!user.totp_secret || !user.password_hash) {
+      throw new AppError("conflict", "Accept the invite with a password before confirming MFA.");
+    }
+    if (!totpValid(user.totp_secret, input.totp)) throw errors.field("totp", "is not the current code");
+    const now = Date.now();
+    await this.ctx.store.write(async (tx) => {
+      await updateUser(tx, user.id, {
+        mfa_enabled: 1,
+        status: "active",
+        signed_up_at: now,
+        invite_token_hash: null,
+        invite_expires_at: null,
+        last_login_at: now,
+      });
+    });
+    return this.issue(user, SESSION_TTL_MS);
+  }
+
+  private async userByInvite(token: string): Promise<UserTable> {
+    const user = await findUserByInviteHash(this.ctx.store.read, sha256(token));
+    if (user?.status !== "invited" || (user.invite_expires_at ?? 0) <= Date.now()) {
+      throw errors.field("token", "is not a valid invite (it may have expired or been replaced)");
+    }
+    return user;
+  }
+
+  /** Completes a password reset; other sessions of the user end. */
+  async completeReset(input: { token: string; password: string }): Promise<void> {
+    const user = await findUserByResetHash(this.ctx.store.read, sha256(input.token));
+    if (user?.status !== "active" || (user.reset_expires_at ?? 0) <= Date.now()) {
+      throw errors.field("token", "is not a valid reset link (it may have expired or been used)");
+    }
+    const passwordHash = await Bun.password.hash(input.password, "argon2id");
+    await this.ctx.store.write(async (tx) => {
+      await updateUser(tx, user.id, {
+        password_hash: passwordHash,
+        reset_token_hash: null,
+        reset_expires_at: null,
+      });
+      await bumpSessionVersion(tx, user.id);
+    });
+  }
+
+  /** An admin JWT for the principal's user (owner or admin) or service-bound admin key. */
+  async mintAdminToken(principal: Principal, ttlMs: number) {
+    if (principal.userId === null) {
+      if (!principal.keyId) throw errors.forbiddenRole();
+      return this.signer.sign(
+        { userId: `${KEY_SUBJECT}${principal.keyId}`, orgId: principal.orgId, sessionVersion: 0 },
+        ttlMs,
+      );
+    }
+    const user = await findUserById(this.ctx.store.read, principal.userId);
+    if (!user || (user.role !== "owner" && user.role !== "admin")) {
+      throw errors.forbiddenRole("Admin tokens are for owners and admins.");
+    }
+    if (user.status !== "active") {
+      throw new AppError(
+        "invite_pending",
+        "The user must finish sign-up before a session token can be issued.",
+      );
+    }
+    return this.issue(user, ttlMs);
+  }
+
+  async issue(user: Pick<UserTable, "id" | "org_id" | "session_version">, ttlMs: number) {
+    const { token, expiresAt } = await this.signer.sign(
+      { userId: user.id, orgId: user.org_id, sessionVersion: user.session_version },
+      ttlMs,
+    );
+    return { token, expires_at: new Date(expiresAt).toISOString() };
+  }
+}
+
+function makeTotp(secret: string, label: string): TOTP {
+  return new TOTP({
+    issuer: "svc",
+    label,
+    algorithm: "SHA1",
+    digits: 6,
+    period: 30,
+    secret: Secret.fromBase32(secret),
+  });
+}
+
+function totpValid(secret: string, code: string): boolean {
+  return makeTotp(secret, "").validate({ token: code, window: 1 }) !== null;
+}

@@ -1,0 +1,252 @@
+/** Organizations: creation with their owner, rename, plan and slug, settings, ownership transfer. */
+import { AppError, errors } from "../errors.ts";
+import { newId } from "../ids.ts";
+import { SCOPES } from "./access.ts";
+import { insertApiKey } from "./api-keys.service.ts";
+import type { AccountsContext } from "./context.ts";
+import { insertIngestToken } from "./ingest-tokens.ts";
+import type { OrgTable } from "./org.table.ts";
+import { isSlug, type Plan, toOrganization } from "./org.ts";
+import {
+  countOrgs,
+  findOrgById,
+  findOrgBySlug,
+  insertOrg,
+  listOrgs,
+  seatCounts,
+  updateOrg,
+  updateSettingsIfVersion,
+} from "./orgs.repository.ts";
+import { type Settings, type SettingsInput, withDefaults } from "./settings.ts";
+import type { UserTable } from "./user.table.ts";
+import { normalizeEmail, toUser } from "./user.ts";
+import { findOwner, findUser, insertUser, updateUser } from "./users.repository.ts";
+import { type InviteService, withTeams } from "./users.service.ts";
+
+export interface NewOrg {
+  name: string;
+  slug: string;
+  ownerEmail: string;
+  plan?: Plan;
+}
+
+export class OrgService {
+  constructor(
+    private readonly ctx: AccountsContext,
+    private readonly invites: InviteService,
+  ) {}
+
+  /**
+   * Creates an org with its owner (invited), an owner-bound key with every scope and an
+   * org-wide ingest token, in one transaction. With `onlyIfEmpty` it fails when any org exists.
+   */
+  async create(input: NewOrg, options: { onlyIfEmpty?: boolean } = {}) {
+    if (!isSlug(input.slug)) throw errors.field("slug", "must be 1-40 lowercase letters, digits or dashes");
+    if (!input.name.trim()) throw errors.field("name", "must not be empty");
+    const email = normalizeEmail(input.ownerEmail);
+    if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw errors.field("owner_email", "must be an email address");
+    return this.ctx.store.write(async (tx) => {
+      if (options.onlyIfEmpty && (await countOrgs(tx)) > 0) {
+        throw new AppError("conflict", "The database already has an organization.");
+      }
+      if (await findOrgBySlug(tx, input.slug))
+        throw new AppError("conflict", `The slug '${input.slug}' is taken.`);
+      const now = Date.now();
+      const org: OrgTable = {
+        id: newId("org"),
+        name: input.name.trim(),
+        slug: input.slug,
+        plan: input.plan ?? "enterprise",
+        settings: JSON.stringify(withDefaults({})),
+        settings_version: 1,
+        created_at: now,
+        updated_at: now,
+      };
+      await insertOrg(tx, org);
+      const owner: UserTable = {
+        id: newId("usr"),
+        org_id: org.id,
+        email,
+        name: "",
+        role: "owner",
+        status: "invited",
+        signed_up_at: null,
+        password_hash: null,
+        totp_secret: null,
+        mfa_enabled: 0,
+        session_version: 1,
+        invite_token_hash: null,
+        invite_expires_at: null,
+        reset_token_hash: null,
+        reset_expires_at: null,
+        created_at: now,
+        last_login_at: null,
+      };
+      await insertUser(tx, owner);
+      await this.invites.issue(tx, org, owner, now);
+      const apiKey = await insertApiKey(
+        tx,
+        org.id,
+        { name: "initial admin key", scopes: [...SCOPES], user_id: owner.id },
+        now,
+      );
+      const ingestToken = await insertIngestToken(tx, org, { name: "default" }, now);
+      return {
+        org: toOrganization(org, 1),
+        owner: toUser(owner, []),
+        api_key: apiKey,
+        ingest_token: ingestToken,
+      };
+    });
+  }
+
+  async get(orgId: string) {
+    const org = await findOrgById(this.ctx.store.read, orgId);
+    if (!org) throw errors.notFound("Organization");
+    const seats = await seatCounts(this.ctx.store.read, [org.id]);
+    return toOrganization(org, seats.get(org.id) ?? 0);
+  }
+
+  async bySlug(slug: string) {
+    const org = await findOrgBySlug(this.ctx.store.read, slug);
+    if (!org) throw errors.notFound(`Organization '${slug}'`);
+    return this.get(org.id);
+  }
+
+  async list() {
+    const orgs = await listOrgs(this.ctx.store.read);
+    const seats = await seatCounts(
+      this.ctx.store.read,
+      orgs.map((o) => o.id),
+    );
+    return orgs.map((o) => toOrganization(o, seats.get(o.id) ?? 0));
+  }
+
+  async update(orgId: string, changes: { name?: string; slug?: unknown; plan?: unknown }) {
+    for (const field of ["slug", "plan"] as const) {
+      if (changes[field] !== undefined) {
+        throw new AppError("immutable_field", `'${field}' cannot be changed through the API.`, { field });
+      }
+    }
+    if (changes.name !== undefined) {
+      const name = changes.name.trim();
+      if (!name) throw errors.field("name", "must not be empty");
+      await this.ctx.store.write((tx) => updateOrg(tx, orgId, { name, updated_at: Date.now() }));
+    }
+    return this.get(orgId);
+  }
+
+  async setPlan(slug: string, plan: Plan) {
+    const org = await this.requireSlug(slug);
+    await this.ctx.store.write((tx) => updateOrg(tx, org.id, { plan, updated_at: Date.now() }));
+    return this.get(org.id);
+  }
+
+  async setSlug(slug: string, newSlug: string) {
+    if (!isSlug(newSlug)) throw errors.field("slug", "must be 1-40 lowercase letters, digits or dashes");
+    const org = await this.requireSlug(slug);
+    await this.ctx.store.write(async (tx) => {
+      if (newSlug !== slug && (await findOrgBySlug(tx, newSlug))) {
+        throw new AppError("conflict", `The slug '${newSlug}' is taken.`);
+      }
+      await updateOrg(tx, org.id, { slug: newSlug, updated_at: Date.now() });
+    });
+    return this.get(org.id);
+  }
+
+  async requireSlug(slug: string): Promise<OrgTable> {
+    const org = await findOrgBySlug(this.ctx.store.read, slug);
+    if (!org) throw errors.notFound(`Organization '${slug}'`);
+    return org;
+  }
+
+  async settings(orgId: string): Promise<{ settings: Settings; version: number }> {
+    const org = await findOrgById(this.ctx.store.read, orgId);
+    if (!org) throw errors.notFound("Organization");
+    return {
+      settings: withDefaults(JSON.parse(org.settings) as SettingsInput),
+      version: org.settings_version,
+    };
+  }
+
+  /** Replaces the settings document; `expectedVersion` (from If-Match) guards lost updates. */
+  async putSettings(orgId: string, input: SettingsInput, expectedVersion: number | null) {
+    const settings = withDefaults(input);
+    this.checkSettings(settings);
+    await this.ctx.store.write(async (tx) => {
+      const changed = await updateSettingsIfVersion(
+        tx,
+        orgId,
+        JSON.stringify(settings),
+        expectedVersion,
+        Date.now(),
+      );
+      if (!changed) {
+        throw new AppError(
+          "precondition_failed",
+          "The settings changed since you read them; read them again.",
+        );
+      }
+    });
+    return this.settings(orgId);
+  }
+
+  private checkSettings(settings: Settings): void {
+    const { notifications, retention, sso, cloudevents } = settings;
+    for (const field of ["default_channel_ids", "incident_channel_ids"] as const) {
+      // Notification channels arrive with the alerting pipeline; until then no id can match.
+      if (notifications[field].length > 0) {
+        throw errors.field(
+          `notifications.${field}.0`,
+          "does not name a notification channel of this organization",
+        );
+      }
+    }
+    const maxEvents = this.ctx.config.retention.events_days;
+    if (retention.events_days !== null && retention.events_days > maxEvents) {
+      throw errors.field("retention.events_days", `may shorten retention only (at most ${maxEvents})`);
+    }
+    const maxAlerts = this.ctx.config.retention.alerts_days;
+    if (retention.alerts_days !== null && maxAlerts > 0 && retention.alerts_days > maxAlerts) {
+      throw errors.field("retention.alerts_days", `may shorten retention only (at most ${maxAlerts})`);
+    }
+    if (sso.oidc) checkIssuer("sso.oidc.issuer", sso.oidc.issuer);
+    if (cloudevents.ingest.oidc)
+      checkIssuer("cloudevents.ingest.oidc.issuer", cloudevents.ingest.oidc.issuer);
+  }
+
+  async transferOwnership(orgId: string, currentOwnerId: string | null, newOwnerId: string) {
+    return this.ctx.store.write(async (tx) => {
+      const owner = await findOwner(tx, orgId);
+      if (!owner || (currentOwnerId !== null && owner.id !== currentOwnerId)) {
+        throw new AppError("owner_required", "Only the organization's owner can do this.");
+      }
+      const next = await findUser(tx, orgId, newOwnerId);
+      if (next?.status !== "active") {
+        throw errors.field("user_id", "must name an active member of this organization");
+      }
+      if (next.id === owner.id) throw errors.field("user_id", "already owns the organization");
+      await updateUser(tx, owner.id, { role: "admin" });
+      await updateUser(tx, next.id, { role: "owner" });
+      const [previous, current] = await withTeams(tx, [
+        { ...owner, role: "admin" },
+        { ...next, role: "owner" },
+      ]);
+      return { previous_owner: previous, new_owner: current };
+    });
+  }
+}
+
+/** OIDC issuers must be https, except on loopback hosts (DESIGN §6). */
+function checkIssuer(path: string, issuer: string): void {
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    throw errors.field(path, "must be a URL");
+  }
+  const loopback =
+    ["localhost", "127.0.0.1", "[::1]"].includes(url.hostname) || url.hostname.startsWith("127.");
+  if (url.protocol !== "https:" && !loopback)
+    throw errors.field(path, "must use https (http only on loopback hosts)");
+}

@@ -1,0 +1,239 @@
+/** Users: invitations, roles and status, deletion, and password-reset requests. */
+import type { Db } from "../db/store.ts";
+import { AppError, errors } from "../errors.ts";
+import { toPage } from "../http/pagination.ts";
+import { newId } from "../ids.ts";
+import { enqueueEmail } from "../mail/outbox.ts";
+import { inviteEmail, resetEmail } from "../mail/templates.ts";
+import { DAY, HOUR, iso } from "../time.ts";
+import { hasAdminPrivilege, type Principal, type Role } from "./access.ts";
+import { revokeKeysOfUser } from "./api-keys.repository.ts";
+import type { AccountsContext } from "./context.ts";
+import type { OrgTable } from "./org.table.ts";
+import { findOrgById } from "./orgs.repository.ts";
+import { newLinkToken } from "./secrets.ts";
+import { existingTeamIds } from "./team.ts";
+import type { UserStatus, UserTable } from "./user.table.ts";
+import { normalizeEmail, toUser } from "./user.ts";
+import {
+  bumpSessionVersion,
+  deleteUser,
+  findUser,
+  findUserByEmail,
+  insertUser,
+  listUsers,
+  setUserTeams,
+  teamIdsByUser,
+  updateUser,
+} from "./users.repository.ts";
+
+export const INVITE_TTL_MS = 7 * DAY;
+export const RESET_TTL_MS = HOUR;
+
+/** Issues single-use invite links and sends them through the outbox. */
+export class InviteService {
+  constructor(private readonly ctx: AccountsContext) {}
+
+  /** A fresh invite for `user` (the previous link stops working), emailed through the outbox. */
+  async issue(
+    tx: Db,
+    org: Pick<OrgTable, "id" | "name">,
+    user: Pick<UserTable, "id" | "email">,
+    now = Date.now(),
+  ) {
+    const link = newLinkToken();
+    const expiresAt = now + INVITE_TTL_MS;
+    await updateUser(tx, user.id, { invite_token_hash: link.hash, invite_expires_at: expiresAt });
+    const url = `${this.ctx.config.base_url}/accept-invite?token=${link.token}`;
+    await enqueueEmail(tx, inviteEmail(org.id, org.name, user.email, url, iso(expiresAt)), now);
+    this.ctx.log.info("email queued", { kind: "invite", to: user.email, org_id: org.id });
+    return { invite_token: link.token, invite_url: url, expires_at: iso(expiresAt) };
+  }
+}
+
+export async function withTeams(db: Db, rows: UserTable[]) {
+  const teams = await teamIdsByUser(
+    db,
+    rows.map((r) => r.id),
+  );
+  return rows.map((r) => toUser(r, teams.get(r.id) ?? []));
+}
+
+export interface UserChanges {
+  name?: string;
+  role?: Role;
+  status?: UserStatus;
+  team_ids?: string[];
+}
+
+export class UserService {
+  constructor(
+    private readonly ctx: AccountsContext,
+    private readonly invites: InviteService,
+  ) {}
+
+  async list(
+    orgId: string,
+    filter: { role?: string; status?: string; limit: number; cursor: (string | number)[] | null },
+  ) {
+    const db = this.ctx.store.read;
+    const rows = await listUsers(db, orgId, {
+      ...filter,
+      afterId: filter.cursor ? String(filter.cursor[0]) : undefined,
+    });
+    const page = toPage(
+      rows,
+      filter.limit,
+      "users",
+      (r) => [r.id],
+      (r) => r,
+    );
+    return { ...page, data: await withTeams(db, page.data) };
+  }
+
+  async get(orgId: string, id: string) {
+    const row = await findUser(this.ctx.store.read, orgId, id);
+    if (!row) throw errors.notFound("User");
+    return (await withTeams(this.ctx.store.read, [row]))[0];
+  }
+
+  async getByEmail(orgId: string, email: string): Promise<UserTable> {
+    const row = await findUserByEmail(this.ctx.store.read, orgId, normalizeEmail(email));
+    if (!row) throw errors.notFound(`User '${email}'`);
+    return row;
+  }
+
+  async invite(orgId: string, input: { email: string; name?: string; role: Role; team_ids?: string[] }) {
+    if (input.role === "owner") throw errors.field("role", "cannot be owner; transfer ownership instead");
+    const email = normalizeEmail(input.email);
+    return this.ctx.store.write(async (tx) => {
+      const org = await findOrgById(tx, orgId);
+      if (!org) throw errors.notFound("Organization");
+      if (await findUserByEmail(tx, orgId, email)) {
+        throw new AppError("conflict", `A user with the email '${email}' already exists.`);
+      }
+      await checkTeams(tx, orgId, input.team_ids ?? []);
+      const now = Date.now();
+      const row: UserTable = {
+        id: newId("usr"),
+        org_id: orgId,
+        email,
+        name: input.name?.trim() ?? "",
+        role: input.role,
+        status: "invited",
+        signed_up_at: null,
+        password_hash: null,
+        totp_secret: null,
+        mfa_enabled: 0,
+        session_version: 1,
+        invite_token_hash: null,
+        invite_expires_at: null,
+        reset_token_hash: null,
+        reset_expires_at: null,
+        created_at: now,
+        last_login_at: null,
+      };
+      await insertUser(tx, row);
+      await setUserTeams(tx, row.id, input.team_ids ?? []);
+      await this.invites.issue(tx, org, row, now);
+      return toUser(row, [...new Set(input.team_ids ?? [])].sort());
+    });
+  }
+
+  async update(orgId: string, id: string, changes: UserChanges) {
+    if (changes.role === "owner") throw errors.field("role", "cannot be owner; transfer ownership instead");
+    await this.ctx.store.write(async (tx) => {
+      const user = await findUser(tx, orgId, id);
+      if (!user) throw errors.notFound("User");
+      if (
+        user.role === "owner" &&
+        ((changes.role && changes.role !== "owner") || changes.status === "suspended")
+      ) {
+        throw new AppError(
+          "owner_protected",
+          "The owner cannot be demoted or suspended; transfer ownership first.",
+        );
+      }
+      const set: Partial<UserTable> = {};
+      if (changes.name !== undefined) set.name = changes.name.trim();
+      if (changes.role !== undefined) set.role = changes.role;
+      if (changes.status !== undefined && changes.status !== user.status) {
+        set.status = this.nextStatus(user, changes.status);
+        if (set.status === "suspended") await bumpSessionVersion(tx, id);
+      }
+      if (Object.keys(set).length > 0) await updateUser(tx, id, set);
+      if (changes.team_ids !== undefined) {
+        await checkTeams(tx, orgId, changes.team_ids);
+        await setUserTeams(tx, id, [...new Set(changes.team_ids)]);
+      }
+    });
+    return this.get(orgId, id);
+  }
+
+  /**
+   * `suspended` stops sessions, keys and a pending invite. `active` restores a user who finished
+   * sign-up; an invited user becomes active only by accepting (409 `invite_pending`), and a
+   * suspended user who never signed up goes back to `invited`.
+   */
+  private nextStatus(user: UserTable, wanted: UserStatus): UserStatus {
+    if (wanted === "suspended") return "suspended";
+    if (wanted === "invited")
+      throw errors.field("status", "cannot be set to invited; send a new invite instead");
+    if (user.signed_up_at !== null) return "active";
+    if (user.status === "suspended") return "invited";
+    throw new AppError("invite_pending", "This user has not accepted the invite yet.");
+  }
+
+  async remove(orgId: string, id: string) {
+    await this.ctx.store.write(async (tx) => {
+      const user = await findUser(tx, orgId, id);
+      if (!user) throw errors.notFound("User");
+      if (user.role === "owner")
+        throw new AppError("owner_protected", "The owner cannot be deleted; transfer ownership first.");
+      await revokeKeysOfUser(tx, id, Date.now());
+      await deleteUser(tx, id);
+    });
+  }
+
+  /** Emails a single-use reset link. Admins may reset anyone; others only themselves. */
+  async requestReset(orgId: string, principal: Principal, id: string) {
+    if (!hasAdminPrivilege(principal) && principal.userId !== id) {
+      throw errors.forbiddenRole("Only an owner or admin can reset another user's password.");
+    }
+    await this.ctx.store.write(async (tx) => {
+      const user = await findUser(tx, orgId, id);
+      if (!user) throw errors.notFound("User");
+      if (user.signed_up_at === null)
+        throw new AppError("invite_pending", "This user has not accepted the invite yet.");
+      if (user.status === "suspended")
+        throw new AppError("conflict", "A suspended user cannot reset a password.");
+      const org = await findOrgById(tx, orgId);
+      const link = newLinkToken();
+      const now = Date.now();
+      const expiresAt = now + RESET_TTL_MS;
+      await updateUser(tx, id, { reset_token_hash: link.hash, reset_expires_at: expiresAt });
+      const url = `${this.ctx.config.base_url}/reset-password?token=${link.token}`;
+      await enqueueEmail(tx, resetEmail(orgId, org?.name ?? "svc", user.email, url, iso(expiresAt)), now);
+      this.ctx.log.info("email queued", { kind: "password_reset", to: user.email, org_id: orgId });
+    });
+  }
+
+  /** A fresh invite link for a user who has not finished sign-up (for hosts without SMTP). */
+  async inviteLink(orgId: string, email: string) {
+    const user = await this.getByEmail(orgId, email);
+    if (user.signed_up_at !== null) throw new AppError("conflict", "This user has already finished sign-up.");
+    if (user.status === "suspended") throw new AppError("conflict", "This user is suspended.");
+    return this.ctx.store.write(async (tx) => {
+      const org = await findOrgById(tx, orgId);
+      if (!org) throw errors.notFound("Organization");
+      return this.invites.issue(tx, org, user);
+    });
+  }
+}
+
+async function checkTeams(db: Db, orgId: string, teamIds: string[]): Promise<void> {
+  const unique = [...new Set(teamIds)];
+  const found = new Set(await existingTeamIds(db, orgId, unique));
+  const index = teamIds.findIndex((id) => !found.has(id));
+  if (index !== -1) throw errors.field(`team_ids.${index}`, "does not name a team of this organization");
+}

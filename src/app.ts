@@ -1,0 +1,159 @@
+/**
+ * The App owns the database, the services, the scheduler and the HTTP server. `svc serve`
+ * starts one; `svc admin` opens one without HTTP or scheduler to call the same services.
+ */
+import { chmodSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type Accounts, createAccounts } from "./accounts/accounts.ts";
+import { countOrgs } from "./accounts/orgs.repository.ts";
+import { SessionSigner } from "./accounts/sessions.ts";
+import type { Config } from "./config.ts";
+import { migrate } from "./db/migrate.ts";
+import { Store } from "./db/store.ts";
+import { pruneIdempotency } from "./http/idempotency.ts";
+import { Metrics } from "./http/metrics.ts";
+import { createHttpApp } from "./http/server.ts";
+import type { Logger } from "./log.ts";
+import { Mailer } from "./mail/mailer.ts";
+import { Scheduler } from "./scheduler.ts";
+import { DAY, HOUR } from "./time.ts";
+
+export const INITIAL_KEY_FILE = "initial-admin-key";
+
+export interface FirstRun {
+  orgSlug: string;
+  ownerEmail: string;
+  keyPrefix: string;
+  keySecret: string;
+  keyFile: string;
+}
+
+export class App {
+  readonly metrics = new Metrics();
+  private server: ReturnType<typeof createHttpApp> | null = null;
+  private scheduler: Scheduler | null = null;
+  private mailer: Mailer | null = null;
+  private ready = false;
+
+  private constructor(
+    readonly config: Config,
+    readonly log: Logger,
+    readonly store: Store,
+    readonly accounts: Accounts,
+    readonly schemaVersion: number,
+  ) {}
+
+  /** Opens the database (applying migrations) and wires the services. */
+  static async open(config: Config, log: Logger): Promise<App> {
+    const store = new Store(join(config.data_dir, "svc.db"), config.durability);
+    try {
+      const version = migrate(store.writer);
+      const signer = await SessionSigner.load(config.data_dir);
+      const accounts = createAccounts({ store, config, log }, signer);
+      return new App(config, log, store, accounts, version);
+    } catch (error) {
+      await store.close();
+      throw error;
+    }
+  }
+
+  /** On an empty database: the default org, its invited owner and an owner-bound key. */
+  async firstRun(): Promise<FirstRun | null> {
+    if ((await countOrgs(this.store.read)) > 0) return null;
+    const created = await this.accounts.orgs.create(
+      { name: "Default", slug: "default", ownerEmail: "admin@localhost" },
+      { onlyIfEmpty: true },
+    );
+    const keyFile = join(this.config.data_dir, INITIAL_KEY_FILE);
+    writeFileSync(keyFile, `${created.api_key.secret}\n`, { mode: 0o600 });
+    chmodSync(keyFile, 0o600);
+    return {
+      orgSlug: created.org.slug,
+      ownerEmail: created.owner.email,
+      keyPrefix: created.api_key.prefix,
+      keySecret: created.api_key.secret,
+      keyFile,
+    };
+  }
+
+  /** Starts the scheduler and the HTTP server; resolves once it listens. */
+  async start(): Promise<{ port: number; hostname: string }> {
+    this.mailer = new Mailer(this.config, this.store, this.log);
+    const mailer = this.mailer;
+    this.scheduler = new Scheduler(this.log);
+    this.scheduler.add({ name: "email-outbox", everyMs: 1000, run: (now) => mailer.deliverDue(now) });
+    this.scheduler.add({
+      name: "idempotency-prune",
+      everyMs: HOUR,
+      run: async (now) => {
+        await this.store.write((tx) => pruneIdempotency(tx, now));
+      },
+    });
+    this.registerGauges();
+    this.server = createHttpApp({
+      config: this.config,
+      store: this.store,
+      accounts: this.accounts,
+      metrics: this.metrics,
+      log: this.log,
+      isReady: () => this.ready,
+    });
+    this.server.listen({
+      hostname: this.config.host,
+      port: this.config.port,
+      maxRequestBodySize: this.config.limits.max_request_bytes,
+      development: false,
+    });
+    this.scheduler.start();
+    this.ready = true;
+    const server = this.server.server;
+    if (!server) throw new Error("the HTTP server did not start");
+    return { port: server.port ?? this.config.port, hostname: server.hostname ?? this.config.host };
+  }
+
+  private registerGauges(): void {
+    const reader = this.store.reader;
+    this.metrics.addGauge({
+      name: "svc_email_outbox_pending",
+      help: "Emails waiting in the outbox.",
+      read: () => [
+        {
+          labels: {},
+          value: (
+            reader.query("SELECT COUNT(*) AS n FROM email_outbox WHERE status = 'pending'").get() as {
+              n: number;
+            }
+          ).n,
+        },
+      ],
+    });
+    this.metrics.addGauge({
+      name: "svc_api_key_days_to_expiry",
+      help: "Days until each live API key expires (-1: never).",
+      read: () => {
+        const now = Date.now();
+        const rows = reader
+          .query("SELECT id, org_id, expires_at FROM api_keys WHERE revoked_at IS NULL")
+          .all() as { id: string; org_id: string; expires_at: number | null }[];
+        return rows.map((r) => ({
+          labels: { key_id: r.id, org_id: r.org_id },
+          value: r.expires_at === null ? -1 : Math.round(((r.expires_at - now) / DAY) * 100) / 100,
+        }));
+      },
+    });
+    this.metrics.addGauge({
+      name: "svc_store_commits",
+      help: "Write transactions committed since start (each may group several requests).",
+      read: () => [{ labels: {}, value: this.store.stats.commits }],
+    });
+  }
+
+  /** Graceful stop: no new connections, in-flight requests finish, then the database closes. */
+  async stop(): Promise<void> {
+    this.ready = false;
+    await this.server?.server?.stop(false);
+    await this.scheduler?.stop();
+    this.mailer?.close();
+    await this.store.close();
+  }
+}

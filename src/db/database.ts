@@ -1,0 +1,19 @@
+/** The database as Kysely sees it, composed from each feature's table types. */
+import type { ApiKeyTable } from "../accounts/api-key.table.ts";
+import type { IngestTokenTable } from "../accounts/ingest-token.table.ts";
+import type { OrgTable } from "../accounts/org.table.ts";
+import type { TeamMemberTable, TeamTable } from "../accounts/team.table.ts";
+import type { UserTable } from "../accounts/user.table.ts";
+import type { IdempotencyRecordTable } from "../http/idempotency.table.ts";
+import type { EmailOutboxTable } from "../mail/email.table.ts";
+
+export interface Database {
+  orgs: OrgTable;
+  users: UserTable;
+  teams: TeamTable;
+  team_members: TeamMemberTable;
+  api_keys: ApiKeyTable;
+  ingest_tokens: IngestTokenTable;
+  email_outbox: EmailOutboxTable;
+  idempotency_records: IdempotencyRecordTable;
+}

@@ -1,0 +1,15 @@
+/**
+ * The SQL migrations, embedded into the binary as text. Every file of `migrations/` is listed
+ * here in name order; a test checks that none is missing.
+ */
+import accounts from "../../migrations/0001_accounts.sql" with { type: "text" };
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const migrations: readonly Migration[] = [{ version: 1, name: "0001_accounts", sql: accounts }];
+
+export const LATEST_SCHEMA_VERSION = migrations[migrations.length - 1]?.version ?? 0;

@@ -1,0 +1,183 @@
+/**
+ * How an endpoint is declared: method, path, access rule, TypeBox schemas for params, query
+ * and body, the success response, and a handler that receives validated input. The same
+ * declaration drives validation, authorization and the OpenAPI document, so they cannot drift.
+ */
+import type { Static, TSchema } from "@sinclair/typebox";
+import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
+import { Value } from "@sinclair/typebox/value";
+import type { AccessLevel, Principal, Scope } from "../accounts/access.ts";
+import { AppError, errors, type FieldProblem } from "../errors.ts";
+
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export const reply = {
+  ok: (body: unknown, headers?: Record<string, string>): Reply => ({ status: 200, body, headers }),
+  created: (body: unknown): Reply => ({ status: 201, body }),
+  accepted: (body: unknown): Reply => ({ status: 202, body }),
+  noContent: (): Reply => ({ status: 204 }),
+};
+
+type In<S> = S extends TSchema ? Static<S> : undefined;
+
+export interface Input<P, Q, B, Who> {
+  principal: Who;
+  params: P;
+  query: Q;
+  body: B;
+  request: Request;
+}
+
+export type Access = { scope: Scope | null; level: AccessLevel };
+
+interface RouteOptions<P, Q, B, Who> {
+  method: Method;
+  path: string;
+  summary: string;
+  tag: string;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** The success status and the schema of its body (none for 204). */
+  response: { status: number; schema?: TSchema; description?: string };
+  /**
+   * Fields removed from a response before it is stored for Idempotency-Key replays, so that a
+   * secret shown once is never written to the database in clear.
+   */
+  secretFields?: string[];
+  handler: (input: Input<In<P>, In<Q>, In<B>, Who>) => Promise<Reply> | Reply;
+}
+
+export interface RouteDef {
+  method: Method;
+  path: string;
+  summary: string;
+  tag: string;
+  access: Access | "public";
+  schemas: { params?: TSchema; query?: TSchema; body?: TSchema };
+  response: { status: number; schema?: TSchema; description?: string };
+  secretFields: string[];
+  checkers: { params?: TypeCheck<TSchema>; query?: TypeCheck<TSchema>; body?: TypeCheck<TSchema> };
+  handler: (input: Input<unknown, unknown, unknown, Principal | null>) => Promise<Reply> | Reply;
+}
+
+function build<P, Q, B, Who>(access: Access | "public", options: RouteOptions<P, Q, B, Who>): RouteDef {
+  const compile = (schema: unknown) => (schema ? TypeCompiler.Compile(schema as TSchema) : undefined);
+  return {
+    method: options.method,
+    path: options.path,
+    summary: options.summary,
+    tag: options.tag,
+    access,
+    schemas: {
+      params: options.params as TSchema | undefined,
+      query: options.query as TSchema | undefined,
+      body: options.body as TSchema | undefined,
+    },
+    response: options.response,
+    secretFields: options.secretFields ?? [],
+    checkers: { params: compile(options.params), query: compile(options.query), body: compile(options.body) },
+    handler: options.handler as RouteDef["handler"],
+  };
+}
+
+/** An endpoint that needs a credential with `access`. */
+export function route<
+  P extends TSchema | undefined = undefined,
+  Q extends TSchema | undefined = undefined,
+  B extends TSchema | undefined = undefined,
+>(access: Access, options: RouteOptions<P, Q, B, Principal>): RouteDef {
+  return build(access, options);
+}
+
+/** An endpoint anyone may call (login, invite acceptance, public pages). */
+export function publicRoute<
+  P extends TSchema | undefined = undefined,
+  Q extends TSchema | undefined = undefined,
+  B extends TSchema | undefined = undefined,
+>(options: RouteOptions<P, Q, B, null>): RouteDef {
+  return build("public", options);
+}
+
+/** Validates `value` against a compiled schema and lists every problem by field path. */
+export function check<S extends TSchema>(checker: TypeCheck<S>, value: unknown): Static<S> {
+  if (checker.Check(value)) return value;
+  const seen = new Set<string>();
+  const fields: FieldProblem[] = [];
+  for (const e of checker.Errors(value)) {
+    const path = e.path.slice(1).replaceAll("/", ".");
+    if (seen.has(path)) continue;
+    seen.add(path);
+    fields.push({ path: path || "body", problem: describe(e.message, e.schema) });
+  }
+  throw errors.validation(fields);
+}
+
+function describe(message: string, schema: TSchema): string {
+  if (schema.format === "date-time") return "must be an RFC 3339 timestamp";
+  if (schema.format === "email") return "must be an email address";
+  if (message === "Unexpected property") return "is not a known field";
+  if (message === "Expected required property") return "is required";
+  if (schema.anyOf?.every((s: TSchema) => s.const !== undefined)) {
+    return `must be one of ${schema.anyOf.map((s: TSchema) => JSON.stringify(s.const)).join(", ")}`;
+  }
+  return message.charAt(0).toLowerCase() + message.slice(1);
+}
+
+/** Reads query parameters: strings converted to the schema's types, defaults applied. */
+export function checkQuery(def: RouteDef, search: URLSearchParams): unknown {
+  const raw: Record<string, string | string[]> = {};
+  for (const key of new Set(search.keys())) {
+    const all = search.getAll(key);
+    raw[key] = all.length === 1 ? (all[0] as string) : all;
+  }
+  const checker = def.checkers.query;
+  if (!checker) {
+    const first = Object.keys(raw)[0];
+    if (first !== undefined) throw errors.field(first, "is not a known parameter");
+    return {};
+  }
+  const converted = Value.Convert(def.schemas.query as TSchema, raw);
+  const withDefaults = Value.Default(def.schemas.query as TSchema, converted);
+  return check(checker, withDefaults);
+}
+
+/** Reads and validates a JSON body; the Content-Type must be JSON when a body is sent. */
+export async function readBody(def: RouteDef, request: Request, maxBytes: number): Promise<unknown> {
+  const checker = def.checkers.body;
+  if (!checker) return undefined;
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > maxBytes) {
+    throw new AppError("payload_too_large", `The request body is larger than ${maxBytes} bytes.`);
+  }
+  const text = await request.text();
+  if (text.length > maxBytes)
+    throw new AppError("payload_too_large", `The request body is larger than ${maxBytes} bytes.`);
+  const type = request.headers.get("content-type");
+  if (text.trim() === "") return check(checker, {});
+  if (type !== null && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
+    throw new AppError(
+      "unsupported_media_type",
+      "The request body must be JSON (Content-Type: application/json).",
+    );
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw errors.validation(
+      [{ path: "body", problem: "is not valid JSON" }],
+      "The request body is not valid JSON.",
+    );
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw errors.validation([{ path: "body", problem: "must be a JSON object" }]);
+  }
+  return check(checker, parsed);
+}
