@@ -2,6 +2,7 @@
 /** The one binary: `svc serve`, `svc admin …`, `svc version`. */
 import { Command, CommanderError } from "commander";
 import { ConfigError } from "../src/config.ts";
+import { SchemaTooNewError } from "../src/db/migrate.ts";
 import { AppError } from "../src/errors.ts";
 import { adminCommand } from "./commands/admin.ts";
 import { serveCommand } from "./commands/serve.ts";
@@ -22,8 +23,10 @@ try {
   if (error instanceof CommanderError) {
     process.exit(error.exitCode === 0 ? 0 : 1);
   }
-  const known = error instanceof AppError || error instanceof ConfigError;
-  const message = error instanceof Error ? error.message : String(error);
+  const known =
+    error instanceof AppError || error instanceof ConfigError || error instanceof SchemaTooNewError;
+  // One line on stderr (DESIGN §3), whatever the error's own message looks like.
+  const message = (error instanceof Error ? error.message : String(error)).replace(/\s*\n\s*/g, " ").trim();
   process.stderr.write(`error: ${known ? message : `unexpected failure: ${message}`}\n`);
   process.exit(1);
 }

@@ -101,7 +101,9 @@ export class App {
     this.server.listen({
       hostname: this.config.host,
       port: this.config.port,
-      maxRequestBodySize: this.config.limits.max_request_bytes,
+      // The configured limit is enforced by the route layer, which answers 413 with the error
+      // envelope; Bun's own cap (a bare 413, or a 500 mid-read) only backstops absurd sizes.
+      maxRequestBodySize: Math.max(this.config.limits.max_request_bytes + 1, 128 * 1024 * 1024),
       development: false,
     });
     this.scheduler.start();

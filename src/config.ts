@@ -130,7 +130,12 @@ function readConfigFile(path: string): Record<string, unknown> {
   try {
     return (path.endsWith(".json") ? JSON.parse(text) : parseToml(text)) as Record<string, unknown>;
   } catch (error) {
-    throw new ConfigError(`config file ${path} cannot be parsed: ${(error as Error).message}`);
+    // smol-toml appends a multi-line code frame; the CLI reports errors in one line.
+    const problem = error as Error & { line?: unknown; column?: unknown };
+    const where = typeof problem.line === "number" ? ` (line ${problem.line}, column ${problem.column})` : "";
+    throw new ConfigError(
+      `config file ${path} cannot be parsed: ${problem.message.split("\n")[0]?.trim()}${where}`,
+    );
   }
 }
 

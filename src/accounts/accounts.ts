@@ -1,6 +1,7 @@
 import { ApiKeyService } from "./api-keys.service.ts";
 import { AuthService } from "./auth.service.ts";
 import type { AccountsContext } from "./context.ts";
+import { IngestTokenService } from "./ingest-tokens.service.ts";
 import { OrgService } from "./orgs.service.ts";
 import type { SessionSigner } from "./sessions.ts";
 import { TeamService } from "./teams.service.ts";
@@ -12,6 +13,7 @@ export interface Accounts {
   users: UserService;
   keys: ApiKeyService;
   teams: TeamService;
+  ingestTokens: IngestTokenService;
   auth: AuthService;
 }
 
@@ -22,6 +24,7 @@ export function createAccounts(ctx: AccountsContext, signer: SessionSigner): Acc
     users: new UserService(ctx, invites),
     keys: new ApiKeyService(ctx),
     teams: new TeamService(ctx),
+    ingestTokens: new IngestTokenService(ctx),
     auth: new AuthService(ctx, signer),
   };
 }

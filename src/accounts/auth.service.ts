@@ -192,6 +192,7 @@ export class AuthService {
 
   /** Sets the password of an invited user and starts MFA enrolment. */
   async acceptInvite(input: { token: string; password: string }) {
+    checkPassword(input.password);
     const user = await this.userByInvite(input.token);
     const passwordHash = await Bun.password.hash(input.password, "argon2id");
     const secret = new Secret({ size: 20 });
@@ -233,6 +234,7 @@ export class AuthService {
 
   /** Completes a password reset; other sessions of the user end. */
   async completeReset(input: { token: string; password: string }): Promise<void> {
+    checkPassword(input.password);
     const user = await findUserByResetHash(this.ctx.store.read, sha256(input.token));
     if (user?.status !== "active" || (user.reset_expires_at ?? 0) <= Date.now()) {
       throw errors.field("token", "is not a valid reset link (it may have expired or been used)");
@@ -276,6 +278,15 @@ export class AuthService {
       ttlMs,
     );
     return { token, expires_at: new Date(expiresAt).toISOString() };
+  }
+}
+
+export const MIN_PASSWORD_LENGTH = 12;
+
+/** The password rule lives here so that the JSON API and the HTML forms apply the same one. */
+function checkPassword(password: string): void {
+  if (password.length < MIN_PASSWORD_LENGTH || password.length > 256) {
+    throw errors.field("password", `must be ${MIN_PASSWORD_LENGTH} to 256 characters`);
   }
 }
 

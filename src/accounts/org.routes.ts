@@ -1,20 +1,12 @@
 /** `/api/v1/org`: the caller's organization, its settings, ownership transfer and ingest tokens. */
 import { Type as T } from "@sinclair/typebox";
 import type { Store } from "../db/store.ts";
-import { AppError, errors } from "../errors.ts";
-import { decodeCursor, toPage } from "../http/pagination.ts";
+import { AppError } from "../errors.ts";
+import { decodeCursor } from "../http/pagination.ts";
 import { type RouteDef, reply, route } from "../http/route.ts";
 import { IdParams, ListOf, listQuery, Name, Strict } from "../http/schema.ts";
 import type { Accounts } from "./accounts.ts";
-import {
-  findIngestToken,
-  IngestToken,
-  IngestTokenWithSecret,
-  insertIngestToken,
-  listIngestTokens,
-  revokeIngestToken,
-  toIngestToken,
-} from "./ingest-tokens.ts";
+import { IngestToken, IngestTokenWithSecret } from "./ingest-token.ts";
 import { Organization } from "./org.ts";
 import { findOrgById } from "./orgs.repository.ts";
 import { SettingsDocument, SettingsSchema } from "./settings.ts";
@@ -104,15 +96,8 @@ export function orgRoutes(accounts: Accounts, store: Store): RouteDef[] {
         query: Strict(listQuery),
         response: { status: 200, schema: ListOf(IngestToken) },
         handler: async ({ principal, query }) => {
-          const limit = query.limit ?? 50;
           const cursor = decodeCursor("ingest_tokens", query.cursor);
-          const rows = await listIngestTokens(
-            store.read,
-            principal.orgId,
-            cursor ? String(cursor[0]) : undefined,
-            limit,
-          );
-          return reply.ok(toPage(rows, limit, "ingest_tokens", (r) => [r.id], toIngestToken));
+          return reply.ok(await accounts.ingestTokens.list(principal.orgId, query.limit ?? 50, cursor));
         },
       },
     ),
@@ -130,12 +115,7 @@ export function orgRoutes(accounts: Accounts, store: Store): RouteDef[] {
         response: { status: 201, schema: IngestTokenWithSecret },
         secretFields: ["token"],
         handler: async ({ principal, body }) => {
-          const created = await store.write(async (tx) => {
-            const org = await findOrgById(tx, principal.orgId);
-            if (!org) throw errors.notFound("Organization");
-            return insertIngestToken(tx, org, body);
-          });
-          return reply.created(created);
+          return reply.created(await accounts.ingestTokens.create(principal.orgId, body));
         },
       },
     ),
@@ -149,11 +129,7 @@ export function orgRoutes(accounts: Accounts, store: Store): RouteDef[] {
         params: IdParams,
         response: { status: 204 },
         handler: async ({ principal, params }) => {
-          await store.write(async (tx) => {
-            if (!(await findIngestToken(tx, principal.orgId, params.id)))
-              throw errors.notFound("Ingest token");
-            await revokeIngestToken(tx, params.id, Date.now());
-          });
+          await accounts.ingestTokens.revoke(principal.orgId, params.id);
           return reply.noContent();
         },
       },

@@ -4,7 +4,7 @@ import { newId } from "../ids.ts";
 import { SCOPES } from "./access.ts";
 import { insertApiKey } from "./api-keys.service.ts";
 import type { AccountsContext } from "./context.ts";
-import { insertIngestToken } from "./ingest-tokens.ts";
+import { insertIngestToken } from "./ingest-tokens.service.ts";
 import type { OrgTable } from "./org.table.ts";
 import { isSlug, type Plan, toOrganization } from "./org.ts";
 import {

@@ -4,6 +4,7 @@ import { AppError, errors } from "../errors.ts";
 import { toPage } from "../http/pagination.ts";
 import { newId } from "../ids.ts";
 import type { AccountsContext } from "./context.ts";
+import { toTeam } from "./team.ts";
 import {
   deleteTeam,
   findTeam,
@@ -13,8 +14,7 @@ import {
   memberIdsByTeam,
   renameTeam,
   setTeamMembers,
-  toTeam,
-} from "./team.ts";
+} from "./teams.repository.ts";
 import { existingUserIds } from "./users.repository.ts";
 
 export class TeamService {

@@ -12,7 +12,7 @@ import type { AccountsContext } from "./context.ts";
 import type { OrgTable } from "./org.table.ts";
 import { findOrgById } from "./orgs.repository.ts";
 import { newLinkToken } from "./secrets.ts";
-import { existingTeamIds } from "./team.ts";
+import { existingTeamIds } from "./teams.repository.ts";
 import type { UserStatus, UserTable } from "./user.table.ts";
 import { normalizeEmail, toUser } from "./user.ts";
 import {
@@ -133,10 +133,11 @@ export class UserService {
         created_at: now,
         last_login_at: null,
       };
+      const teamIds = [...new Set(input.team_ids ?? [])].sort();
       await insertUser(tx, row);
-      await setUserTeams(tx, row.id, input.team_ids ?? []);
+      await setUserTeams(tx, row.id, teamIds);
       await this.invites.issue(tx, org, row, now);
-      return toUser(row, [...new Set(input.team_ids ?? [])].sort());
+      return toUser(row, teamIds);
     });
   }
 

@@ -107,7 +107,14 @@ export class Store {
 
   /** An online, consistent copy of the database (`VACUUM INTO`); the target must not exist. */
   backup(target: string): void {
-    this.reader.query("VACUUM INTO ?").run(target);
+    // The reader is `query_only`, which SQLite applies to VACUUM INTO as well; lift it for this
+    // one synchronous statement (nothing else can run on this connection meanwhile).
+    this.reader.run("PRAGMA query_only = OFF");
+    try {
+      this.reader.query("VACUUM INTO ?").run(target);
+    } finally {
+      this.reader.run("PRAGMA query_only = ON");
+    }
   }
 
   /** Waits for queued writes, checkpoints the WAL and closes both connections. */

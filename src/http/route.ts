@@ -3,7 +3,7 @@
  * and body, the success response, and a handler that receives validated input. The same
  * declaration drives validation, authorization and the OpenAPI document, so they cannot drift.
  */
-import type { Static, TSchema } from "@sinclair/typebox";
+import type { Static, TObject, TSchema } from "@sinclair/typebox";
 import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
 import { Value } from "@sinclair/typebox/value";
 import type { AccessLevel, Principal, Scope } from "../accounts/access.ts";
@@ -143,6 +143,13 @@ export function checkQuery(def: RouteDef, search: URLSearchParams): unknown {
     if (first !== undefined) throw errors.field(first, "is not a known parameter");
     return {};
   }
+  // Value.Convert would read "1.5" or "true" as an integer; a query integer must be digits.
+  const properties = (def.schemas.query as TObject).properties;
+  for (const [key, value] of Object.entries(raw)) {
+    if (properties[key]?.type === "integer" && typeof value === "string" && !/^-?\d+$/.test(value)) {
+      throw errors.field(key, "expected integer");
+    }
+  }
   const converted = Value.Convert(def.schemas.query as TSchema, raw);
   const withDefaults = Value.Default(def.schemas.query as TSchema, converted);
   return check(checker, withDefaults);
@@ -152,13 +159,7 @@ export function checkQuery(def: RouteDef, search: URLSearchParams): unknown {
 export async function readBody(def: RouteDef, request: Request, maxBytes: number): Promise<unknown> {
   const checker = def.checkers.body;
   if (!checker) return undefined;
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > maxBytes) {
-    throw new AppError("payload_too_large", `The request body is larger than ${maxBytes} bytes.`);
-  }
-  const text = await request.text();
-  if (text.length > maxBytes)
-    throw new AppError("payload_too_large", `The request body is larger than ${maxBytes} bytes.`);
+  const text = await readLimited(request, maxBytes);
   const type = request.headers.get("content-type");
   if (text.trim() === "") return check(checker, {});
   if (type !== null && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
@@ -180,4 +181,30 @@ export async function readBody(def: RouteDef, request: Request, maxBytes: number
     throw errors.validation([{ path: "body", problem: "must be a JSON object" }]);
   }
   return check(checker, parsed);
+}
+
+/**
+ * The body as text, refusing it with 413 `payload_too_large` once it passes `maxBytes` bytes:
+ * at once when Content-Length says so, else while streaming (chunked bodies), so an oversized
+ * body is never held in memory whole.
+ */
+async function readLimited(request: Request, maxBytes: number): Promise<string> {
+  const tooLarge = () =>
+    new AppError("payload_too_large", `The request body is larger than ${maxBytes} bytes.`);
+  if (Number(request.headers.get("content-length") ?? "0") > maxBytes) throw tooLarge();
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks));
 }

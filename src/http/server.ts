@@ -8,6 +8,7 @@ import { authorize } from "../accounts/access.ts";
 import type { Accounts } from "../accounts/accounts.ts";
 import { authRoutes } from "../accounts/auth.routes.ts";
 import { orgRoutes } from "../accounts/org.routes.ts";
+import { signupPages } from "../accounts/signup.pages.ts";
 import { userRoutes } from "../accounts/users.routes.ts";
 import type { Config } from "../config.ts";
 import type { Store } from "../db/store.ts";
@@ -51,6 +52,7 @@ export function createHttpApp(deps: HttpDeps) {
     );
   }
   healthRoutes(app, deps);
+  signupPages(app, deps.accounts.auth);
   app.get("/api/v1/openapi.json", () => new Response(document, { headers: { "content-type": JSON_TYPE } }));
   app.onError(({ code, request }) => {
     const status = code === "NOT_FOUND" ? 404 : code === "PARSE" ? 400 : 500;

@@ -88,9 +88,9 @@ describe("settings document", () => {
   });
 
   test("an OIDC issuer may use http on a loopback host", async () => {
-    const res = await server
-      .client()
-      .put("/api/v1/org/settings", { cloudevents: { ingest: { oidc: { issuer: "http://127.0.0.1:9999", audiences: ["svc"] } } } });
+    const res = await server.client().put("/api/v1/org/settings", {
+      cloudevents: { ingest: { oidc: { issuer: "http://127.0.0.1:9999", audiences: ["svc"] } } },
+    });
     expect(res.status).toBe(200);
     expect(res.body.cloudevents.ingest.oidc.issuer).toBe("http://127.0.0.1:9999");
   });

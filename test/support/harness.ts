@@ -40,7 +40,8 @@ export async function svc(args: string[], env: Record<string, string> = {}): Pro
 
 export async function admin(dataDir: string, args: string[]): Promise<any> {
   const result = await svc(["admin", ...args, "--data-dir", dataDir, "--json"]);
-  if (result.code !== 0) throw new Error(`svc admin ${args.join(" ")} failed (${result.code}): ${result.stderr}`);
+  if (result.code !== 0)
+    throw new Error(`svc admin ${args.join(" ")} failed (${result.code}): ${result.stderr}`);
   return result.json();
 }
 
@@ -62,7 +63,12 @@ export class Client {
     return new Client(this.base, credential);
   }
 
-  async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response2> {
+  async request(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<Response2> {
     const init: RequestInit = { method, headers: { ...headers } };
     const h = init.headers as Record<string, string>;
     if (this.credential) h.authorization = `Bearer ${this.credential}`;
@@ -138,7 +144,16 @@ export class TestServer {
             "owner@acme.test",
           ])) as InitResult);
     const proc = Bun.spawn(
-      [process.execPath, CLI, "serve", "--data-dir", dataDir, "--listen", "127.0.0.1:0", ...(options.args ?? [])],
+      [
+        process.execPath,
+        CLI,
+        "serve",
+        "--data-dir",
+        dataDir,
+        "--listen",
+        "127.0.0.1:0",
+        ...(options.args ?? []),
+      ],
       {
         cwd: ROOT,
         env: { ...process.env, SVC_LOG_FORMAT: "json", ...options.env },
@@ -174,7 +189,9 @@ export class TestServer {
     await this.pumpReader(stream.getReader());
   }
 
-  private async pumpReader(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+  private async pumpReader(reader: {
+    read(): Promise<{ value?: Uint8Array; done: boolean }>;
+  }): Promise<void> {
     const decoder = new TextDecoder();
     for (;;) {
       const { value, done } = await reader.read();
@@ -215,7 +232,12 @@ export function totpNow(secret: string): string {
  * Invites `email` with `role` and takes them through sign-up (invite link from the admin CLI,
  * password, TOTP). Returns the user, their session token and TOTP secret.
  */
-export async function signUpUser(server: TestServer, email: string, role: string, password = "correct horse battery") {
+export async function signUpUser(
+  server: TestServer,
+  email: string,
+  role: string,
+  password = "correct horse battery",
+) {
   const client = server.client();
   const invited = await client.post("/api/v1/users", { email, role });
   if (invited.status !== 201) throw new Error(`invite failed: ${invited.text}`);
