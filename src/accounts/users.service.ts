@@ -46,7 +46,9 @@ export class InviteService {
     await updateUser(tx, user.id, { invite_token_hash: link.hash, invite_expires_at: expiresAt });
     const url = `${this.ctx.config.base_url}/accept-invite?token=${link.token}`;
     await enqueueEmail(tx, inviteEmail(org.id, org.name, user.email, url, iso(expiresAt)), now);
-    this.ctx.log.info("email queued", { kind: "invite", to: user.email, org_id: org.id });
+    this.ctx.store.afterCommit(() =>
+      this.ctx.log.info("email queued", { kind: "invite", to: user.email, org_id: org.id }),
+    );
     return { invite_token: link.token, invite_url: url, expires_at: iso(expiresAt) };
   }
 }
@@ -215,7 +217,9 @@ export class UserService {
       await updateUser(tx, id, { reset_token_hash: link.hash, reset_expires_at: expiresAt });
       const url = `${this.ctx.config.base_url}/reset-password?token=${link.token}`;
       await enqueueEmail(tx, resetEmail(orgId, org?.name ?? "svc", user.email, url, iso(expiresAt)), now);
-      this.ctx.log.info("email queued", { kind: "password_reset", to: user.email, org_id: orgId });
+      this.ctx.store.afterCommit(() =>
+        this.ctx.log.info("email queued", { kind: "password_reset", to: user.email, org_id: orgId }),
+      );
     });
   }
 

@@ -35,6 +35,8 @@ export class Store {
   readonly reader: SqliteHandle;
   private readonly writeDb: Db;
   private queue: Unit[] = [];
+  /** Callbacks registered by the unit that is running now, see `afterCommit`. */
+  private unitHooks: (() => void)[] | null = null;
   private draining = false;
   private closed = false;
   readonly stats: StoreStats = { commits: 0, units: 0 };
@@ -71,7 +73,7 @@ export class Store {
   }
 
   private async commitBatch(batch: Unit[]): Promise<void> {
-    const settled: { unit: Unit; ok: boolean; value: unknown }[] = [];
+    const settled: { unit: Unit; ok: boolean; value: unknown; hooks: (() => void)[] }[] = [];
     try {
       this.writer.run("BEGIN IMMEDIATE");
     } catch (error) {
@@ -79,15 +81,19 @@ export class Store {
       return;
     }
     for (const unit of batch) {
+      const hooks: (() => void)[] = [];
+      this.unitHooks = hooks;
       this.writer.run("SAVEPOINT unit");
       try {
         const value = await unit.run(this.writeDb);
         this.writer.run("RELEASE unit");
-        settled.push({ unit, ok: true, value });
+        settled.push({ unit, ok: true, value, hooks });
       } catch (error) {
         this.writer.run("ROLLBACK TO unit");
         this.writer.run("RELEASE unit");
-        settled.push({ unit, ok: false, value: error });
+        settled.push({ unit, ok: false, value: error, hooks: [] });
+      } finally {
+        this.unitHooks = null;
       }
     }
     try {
@@ -99,10 +105,20 @@ export class Store {
     }
     this.stats.commits += 1;
     this.stats.units += batch.length;
-    for (const { unit, ok, value } of settled) {
+    for (const { unit, ok, value, hooks } of settled) {
+      for (const hook of hooks) runHook(hook);
       if (ok) unit.resolve(value);
       else unit.reject(value);
     }
+  }
+
+  /**
+   * Called from inside a `write` unit: runs `hook` once that unit's changes are committed, and
+   * never if they roll back (log lines about a change, waking consumers of new rows).
+   */
+  afterCommit(hook: () => void): void {
+    if (!this.unitHooks) throw new Error("afterCommit is only valid inside a write unit");
+    this.unitHooks.push(hook);
   }
 
   /** An online, consistent copy of the database (`VACUUM INTO`); the target must not exist. */
@@ -129,6 +145,17 @@ export class Store {
     }
     this.reader.close();
     this.writer.close();
+  }
+}
+
+/** A failing hook must not keep the other units of its group from being answered. */
+function runHook(hook: () => void): void {
+  try {
+    hook();
+  } catch (error) {
+    queueMicrotask(() => {
+      throw error;
+    });
   }
 }
 

@@ -109,3 +109,26 @@ describe("migrations", () => {
     db.close();
   });
 });
+
+describe("afterCommit", () => {
+  test("hooks run after their unit commits, and never for a unit that rolled back", async () => {
+    const store = freshStore();
+    const seen: string[] = [];
+    const kept = store.write(async (tx) => {
+      await tx.insertInto("orgs").values(orgRow(1)).execute();
+      store.afterCommit(() => {
+        const n = (store.reader.query("SELECT COUNT(*) AS n FROM orgs").get() as { n: number }).n;
+        seen.push(`kept sees ${n} row`);
+      });
+    });
+    const dropped = store.write(async (tx) => {
+      store.afterCommit(() => seen.push("dropped"));
+      await tx.insertInto("orgs").values(orgRow(1)).execute();
+    });
+    await kept;
+    await expect(dropped).rejects.toThrow();
+    expect(seen).toEqual(["kept sees 1 row"]);
+    expect(() => store.afterCommit(() => {})).toThrow();
+    await store.close();
+  });
+});
