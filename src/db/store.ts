@@ -153,9 +153,7 @@ function runHook(hook: () => void): void {
   try {
     hook();
   } catch (error) {
-    queueMicrotask(() => {
-      throw error;
-    });
+    console.error(JSON.stringify({ level: "error", msg: "afterCommit hook failed", error: String(error) }));
   }
 }
 
