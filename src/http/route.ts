@@ -121,6 +121,11 @@ export function check<S extends TSchema>(checker: TypeCheck<S>, value: unknown):
 
 function describe(message: string, schema: TSchema): string {
   if (schema.format === "date-time") return "must be an RFC 3339 timestamp";
+  if (schema.anyOf?.some((s: TSchema) => s.format === "date-time")) {
+    return schema.anyOf.some((s: TSchema) => s.type === "null")
+      ? "must be an RFC 3339 timestamp or null"
+      : "must be an RFC 3339 timestamp";
+  }
   if (schema.format === "email") return "must be an email address";
   if (message === "Unexpected property") return "is not a known field";
   if (message === "Expected required property") return "is required";
