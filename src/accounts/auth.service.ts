@@ -254,10 +254,11 @@ export class AuthService {
   async mintAdminToken(principal: Principal, ttlMs: number) {
     if (principal.userId === null) {
       if (!principal.keyId) throw errors.forbiddenRole();
-      return this.signer.sign(
+      const { token, expiresAt } = await this.signer.sign(
         { userId: `${KEY_SUBJECT}${principal.keyId}`, orgId: principal.orgId, sessionVersion: 0 },
         ttlMs,
       );
+      return { token, expires_at: new Date(expiresAt).toISOString() };
     }
     const user = await findUserById(this.ctx.store.read, principal.userId);
     if (!user || (user.role !== "owner" && user.role !== "admin")) {
