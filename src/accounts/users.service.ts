@@ -162,7 +162,12 @@ export class UserService {
       if (changes.role !== undefined) set.role = changes.role;
       if (changes.status !== undefined && changes.status !== user.status) {
         set.status = this.nextStatus(user, changes.status);
-        if (set.status === "suspended") await bumpSessionVersion(tx, id);
+        if (set.status === "suspended") {
+          // Sessions, keys and a pending invite all stop; a restored invitee needs a fresh link.
+          await bumpSessionVersion(tx, id);
+          set.invite_token_hash = null;
+          set.invite_expires_at = null;
+        }
       }
       if (Object.keys(set).length > 0) await updateUser(tx, id, set);
       if (changes.team_ids !== undefined) {

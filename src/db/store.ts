@@ -163,6 +163,8 @@ function openHandle(file: string, durability: Durability, readonly: boolean): Sq
   if (!readonly) handle.run("PRAGMA journal_mode = WAL");
   handle.run(`PRAGMA synchronous = ${durability === "full" ? "FULL" : "NORMAL"}`);
   handle.run("PRAGMA foreign_keys = ON");
+  // Deleted rows (sent email bodies with single-use links) are overwritten, not left in free pages.
+  handle.run("PRAGMA secure_delete = ON");
   handle.run("PRAGMA temp_store = MEMORY");
   handle.run("PRAGMA cache_size = -16000");
   if (readonly) handle.run("PRAGMA query_only = ON");
