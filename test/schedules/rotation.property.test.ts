@@ -37,17 +37,15 @@ const layerSpec = (id: string) =>
   });
 
 const override = (order: number) =>
-  fc
-    .tuple(instant, fc.integer({ min: 60_000, max: 10 * 86_400_000 }), fc.constantFrom(...PEOPLE))
-    .map(
-      ([startAt, length, userId]): OverrideSpec => ({
-        id: `o${order}`,
-        userId,
-        startAt,
-        endAt: startAt + length,
-        order,
-      }),
-    );
+  fc.tuple(instant, fc.integer({ min: 60_000, max: 10 * 86_400_000 }), fc.constantFrom(...PEOPLE)).map(
+    ([startAt, length, userId]): OverrideSpec => ({
+      id: `o${order}`,
+      userId,
+      startAt,
+      endAt: startAt + length,
+      order,
+    }),
+  );
 
 const schedule: fc.Arbitrary<ScheduleSpec> = fc.record({
   zone: fc.constantFrom(...ZONES),
@@ -57,7 +55,9 @@ const schedule: fc.Arbitrary<ScheduleSpec> = fc.record({
   overrides: fc
     .integer({ min: 0, max: 4 })
     .chain((n) =>
-      n === 0 ? fc.constant<OverrideSpec[]>([]) : fc.tuple(...Array.from({ length: n }, (_, i) => override(i + 1))),
+      n === 0
+        ? fc.constant<OverrideSpec[]>([])
+        : fc.tuple(...Array.from({ length: n }, (_, i) => override(i + 1))),
     ),
 });
 
