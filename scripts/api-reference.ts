@@ -42,19 +42,12 @@ export function endpointTable(): string {
   ].join("\n");
 }
 
-/** docs/api.md with a fresh endpoint table, formatted the way `npm run format` leaves it. */
+/** docs/api.md with a fresh endpoint table. */
 function render(current: string): string {
   const start = current.indexOf(BEGIN);
   const end = current.indexOf(END);
   if (start === -1 || end === -1) throw new Error(`docs/api.md lacks the ${BEGIN} … ${END} markers`);
-  const next = `${current.slice(0, start + BEGIN.length)}\n${endpointTable()}\n${current.slice(end)}`;
-  const biome = join(import.meta.dir, "../node_modules/.bin/biome");
-  const formatted = Bun.spawnSync([biome, "format", "--stdin-file-path=docs/api.md"], {
-    stdin: Buffer.from(next),
-  });
-  if (formatted.exitCode !== 0)
-    throw new Error(`biome could not format docs/api.md: ${formatted.stderr.toString()}`);
-  return formatted.stdout.toString();
+  return `${current.slice(0, start + BEGIN.length)}\n${endpointTable()}\n${current.slice(end)}`;
 }
 
 if (import.meta.main) {
