@@ -16,6 +16,7 @@ import { createHttpApp } from "./http/server.ts";
 import type { Logger } from "./log.ts";
 import { Mailer } from "./mail/mailer.ts";
 import { Scheduler } from "./scheduler.ts";
+import { ScheduleService } from "./schedules/schedules.service.ts";
 import { DAY, HOUR } from "./time.ts";
 
 export const INITIAL_KEY_FILE = "initial-admin-key";
@@ -40,6 +41,7 @@ export class App {
     readonly log: Logger,
     readonly store: Store,
     readonly accounts: Accounts,
+    readonly schedules: ScheduleService,
     readonly schemaVersion: number,
   ) {}
 
@@ -49,8 +51,8 @@ export class App {
     try {
       const version = migrate(store.writer);
       const signer = await SessionSigner.load(config.data_dir);
-      const accounts = createAccounts({ store, config, log }, signer);
-      return new App(config, log, store, accounts, version);
+      const ctx = { store, config, log };
+      return new App(config, log, store, createAccounts(ctx, signer), new ScheduleService(ctx), version);
     } catch (error) {
       await store.close();
       throw error;
@@ -94,6 +96,7 @@ export class App {
       config: this.config,
       store: this.store,
       accounts: this.accounts,
+      schedules: this.schedules,
       metrics: this.metrics,
       log: this.log,
       isReady: () => this.ready,

@@ -5,6 +5,7 @@ import { toPage } from "../http/pagination.ts";
 import { newId } from "../ids.ts";
 import { enqueueEmail } from "../mail/outbox.ts";
 import { inviteEmail, resetEmail } from "../mail/templates.ts";
+import { userReferences } from "../schedules/schedules.repository.ts";
 import { DAY, HOUR, iso } from "../time.ts";
 import { hasAdminPrivilege, type Principal, type Role } from "./access.ts";
 import { revokeKeysOfUser } from "./api-keys.repository.ts";
@@ -198,6 +199,14 @@ export class UserService {
       if (!user) throw errors.notFound("User");
       if (user.role === "owner")
         throw new AppError("owner_protected", "The owner cannot be deleted; transfer ownership first.");
+      const references = await userReferences(tx, id, Date.now());
+      if (references.schedule_ids.length > 0 || references.override_ids.length > 0) {
+        throw new AppError(
+          "user_in_use",
+          "This user is still named in a schedule or a future override; take them out first.",
+          references,
+        );
+      }
       await revokeKeysOfUser(tx, id, Date.now());
       await deleteUser(tx, id);
     });

@@ -6,6 +6,11 @@ import type { TeamMemberTable, TeamTable } from "../accounts/team.table.ts";
 import type { UserTable } from "../accounts/user.table.ts";
 import type { IdempotencyRecordTable } from "../http/idempotency.table.ts";
 import type { EmailOutboxTable } from "../mail/email.table.ts";
+import type {
+  ScheduleOverrideTable,
+  ScheduleParticipantTable,
+  ScheduleTable,
+} from "../schedules/schedule.table.ts";
 
 export interface Database {
   orgs: OrgTable;
@@ -16,4 +21,7 @@ export interface Database {
   ingest_tokens: IngestTokenTable;
   email_outbox: EmailOutboxTable;
   idempotency_records: IdempotencyRecordTable;
+  schedules: ScheduleTable;
+  schedule_participants: ScheduleParticipantTable;
+  schedule_overrides: ScheduleOverrideTable;
 }

@@ -3,6 +3,7 @@
  * here in name order; a test checks that none is missing.
  */
 import accounts from "../../migrations/0001_accounts.sql" with { type: "text" };
+import schedules from "../../migrations/0002_schedules.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -10,6 +11,9 @@ export interface Migration {
   sql: string;
 }
 
-export const migrations: readonly Migration[] = [{ version: 1, name: "0001_accounts", sql: accounts }];
+export const migrations: readonly Migration[] = [
+  { version: 1, name: "0001_accounts", sql: accounts },
+  { version: 2, name: "0002_schedules", sql: schedules },
+];
 
 export const LATEST_SCHEMA_VERSION = migrations[migrations.length - 1]?.version ?? 0;

@@ -13,7 +13,10 @@ export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 export interface Reply {
   status: number;
+  /** A JSON body. */
   body?: unknown;
+  /** A body that is not JSON (an iCalendar feed), sent with its own content type. */
+  text?: { contentType: string; content: string };
   headers?: Record<string, string>;
 }
 
@@ -22,6 +25,11 @@ export const reply = {
   created: (body: unknown): Reply => ({ status: 201, body }),
   accepted: (body: unknown): Reply => ({ status: 202, body }),
   noContent: (): Reply => ({ status: 204 }),
+  text: (contentType: string, content: string, headers?: Record<string, string>): Reply => ({
+    status: 200,
+    text: { contentType, content },
+    headers,
+  }),
 };
 
 type In<S> = S extends TSchema ? Static<S> : undefined;

@@ -14,6 +14,8 @@ import type { Config } from "../config.ts";
 import type { Store } from "../db/store.ts";
 import { AppError, errorBody } from "../errors.ts";
 import { type Logger, redactPath } from "../log.ts";
+import { scheduleRoutes } from "../schedules/schedules.routes.ts";
+import type { ScheduleService } from "../schedules/schedules.service.ts";
 import { healthRoutes } from "./health.ts";
 import { Idempotency } from "./idempotency.ts";
 import type { Metrics } from "./metrics.ts";
@@ -24,6 +26,7 @@ export interface HttpDeps {
   config: Config;
   store: Store;
   accounts: Accounts;
+  schedules: ScheduleService;
   metrics: Metrics;
   log: Logger;
   /** False until start-up finished and while shutting down. */
@@ -37,6 +40,7 @@ export function routes(deps: HttpDeps): RouteDef[] {
     ...orgRoutes(deps.accounts, deps.store),
     ...userRoutes(deps.accounts),
     ...authRoutes(deps.accounts),
+    ...scheduleRoutes(deps.schedules),
   ];
 }
 
@@ -119,6 +123,12 @@ async function dispatch(
 }
 
 function toResponse(result: Reply): Response {
+  if (result.text) {
+    return new Response(result.text.content, {
+      status: result.status,
+      headers: { "content-type": result.text.contentType, ...result.headers },
+    });
+  }
   if (result.status === 204 || result.body === undefined) {
     return new Response(null, { status: result.status, headers: result.headers });
   }
