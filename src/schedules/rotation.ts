@@ -108,12 +108,68 @@ export function answerAt(spec: ScheduleSpec, t: number): Answer {
   return { userId: null, layer: null };
 }
 
-function coveringOverride(overrides: readonly OverrideSpec[], t: number): OverrideSpec | null {
-  let winner: OverrideSpec | null = null;
-  for (const o of overrides) {
-    if (o.startAt <= t && t < o.endAt && (winner === null || o.order > winner.order)) winner = o;
+/**
+ * Overrides flattened once per overrides array into elementary intervals, each with the
+ * override that wins there (the last created among those covering it), so that lookups and the
+ * next boundary are binary searches instead of scans.
+ */
+interface OverrideIndex {
+  /** Sorted, distinct instants where the winning override may change. */
+  edges: number[];
+  /** winners[i] holds on [edges[i], edges[i + 1]); null where no override covers. */
+  winners: (OverrideSpec | null)[];
+}
+
+const overrideIndexes = new WeakMap<readonly OverrideSpec[], OverrideIndex>();
+
+function overrideIndex(overrides: readonly OverrideSpec[]): OverrideIndex {
+  const known = overrideIndexes.get(overrides);
+  if (known) return known;
+  const edges = [...new Set(overrides.flatMap((o) => [o.startAt, o.endAt]))].sort((a, b) => a - b);
+  const byStart = [...overrides].sort((a, b) => a.startAt - b.startAt);
+  const active: OverrideSpec[] = [];
+  const winners: (OverrideSpec | null)[] = [];
+  let next = 0;
+  for (const edge of edges) {
+    while (next < byStart.length && (byStart[next] as OverrideSpec).startAt <= edge)
+      active.push(byStart[next++] as OverrideSpec);
+    for (let i = active.length - 1; i >= 0; i--)
+      if ((active[i] as OverrideSpec).endAt <= edge) active.splice(i, 1);
+    let winner: OverrideSpec | null = null;
+    for (const o of active) if (winner === null || o.order > winner.order) winner = o;
+    winners.push(winner);
   }
-  return winner;
+  const index = { edges, winners };
+  overrideIndexes.set(overrides, index);
+  return index;
+}
+
+/** The index of the last edge at or before `t`, or -1. */
+function edgeAtOrBefore(edges: number[], t: number): number {
+  let lo = 0;
+  let hi = edges.length - 1;
+  let found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if ((edges[mid] as number) <= t) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found;
+}
+
+function coveringOverride(overrides: readonly OverrideSpec[], t: number): OverrideSpec | null {
+  if (overrides.length === 0) return null;
+  const index = overrideIndex(overrides);
+  const i = edgeAtOrBefore(index.edges, t);
+  return i === -1 ? null : (index.winners[i] ?? null);
+}
+
+function nextOverrideEdge(overrides: readonly OverrideSpec[], t: number): number | null {
+  if (overrides.length === 0) return null;
+  const { edges } = overrideIndex(overrides);
+  return edges[edgeAtOrBefore(edges, t) + 1] ?? null;
 }
 
 function layerOnCall(zone: string, layer: LayerSpec, t: number): boolean {
@@ -181,10 +237,8 @@ function nextBoundary(spec: ScheduleSpec, t: number): number | null {
   const consider = (candidate: number) => {
     if (candidate > t && (best === null || candidate < best)) best = candidate;
   };
-  for (const o of spec.overrides) {
-    consider(o.startAt);
-    consider(o.endAt);
-  }
+  const overrideEdge = nextOverrideEdge(spec.overrides, t);
+  if (overrideEdge !== null) consider(overrideEdge);
   for (const layer of spec.layers) {
     if (layer.participants.length === 0) continue;
     consider(layer.startAt);

@@ -21,15 +21,67 @@ export function weekday(epochDay: number): number {
 
 /** The local calendar date and minute of an instant in `zone`. */
 export function toLocal(zone: string, epochMs: number): LocalTime {
-  const z = Temporal.Instant.fromEpochMilliseconds(epochMs).toZonedDateTimeISO(zone);
-  return {
-    epochDay: Math.floor(Date.UTC(z.year, z.month - 1, z.day) / 86_400_000),
-    minute: z.hour * 60 + z.minute,
-  };
+  const local = epochMs + offsetAt(zone, epochMs);
+  const epochDay = Math.floor(local / 86_400_000);
+  return { epochDay, minute: Math.floor((local - epochDay * 86_400_000) / 60_000) };
 }
+
+/**
+ * UTC offsets per zone and 15-minute bucket of UTC time. A bucket whose two ends have the same
+ * offset has it throughout (zones change offset at most once in 15 minutes); a bucket holding
+ * a transition is marked and always computed exactly.
+ */
+const offsetCache = new Map<string, Map<number, number>>();
+const BUCKET_MS = 15 * 60_000;
+const OFFSET_CACHE_LIMIT = 100_000;
+
+function offsetAt(zone: string, epochMs: number): number {
+  let cache = offsetCache.get(zone);
+  if (!cache) {
+    cache = new Map();
+    offsetCache.set(zone, cache);
+  }
+  const bucket = Math.floor(epochMs / BUCKET_MS);
+  const known = cache.get(bucket);
+  if (known !== undefined) return Number.isNaN(known) ? exactOffset(zone, epochMs) : known;
+  if (cache.size >= OFFSET_CACHE_LIMIT) cache.clear();
+  const first = exactOffset(zone, bucket * BUCKET_MS);
+  const last = exactOffset(zone, bucket * BUCKET_MS + BUCKET_MS - 1);
+  cache.set(bucket, first === last ? first : Number.NaN);
+  return first === last ? first : exactOffset(zone, epochMs);
+}
+
+function exactOffset(zone: string, epochMs: number): number {
+  return (
+    Temporal.Instant.fromEpochMilliseconds(epochMs).toZonedDateTimeISO(zone).offsetNanoseconds / 1_000_000
+  );
+}
+
+/**
+ * Local-to-instant results per zone, keyed by `epochDay * 1440 + minute`. The engine asks for
+ * the same handoff and window edges again and again; a zone's rules do not change while the
+ * process runs, so the answers can be kept (the map is emptied when it grows large).
+ */
+const instantCache = new Map<string, Map<number, number>>();
+const INSTANT_CACHE_LIMIT = 100_000;
 
 /** The instant of local `minute` on local `epochDay` in `zone`, by the gap and overlap rules. */
 export function toInstant(zone: string, epochDay: number, minute: number): number {
+  let cache = instantCache.get(zone);
+  if (!cache) {
+    cache = new Map();
+    instantCache.set(zone, cache);
+  }
+  const key = epochDay * MINUTES_PER_DAY + minute;
+  const known = cache.get(key);
+  if (known !== undefined) return known;
+  if (cache.size >= INSTANT_CACHE_LIMIT) cache.clear();
+  const value = computeInstant(zone, epochDay, minute);
+  cache.set(key, value);
+  return value;
+}
+
+function computeInstant(zone: string, epochDay: number, minute: number): number {
   const date = new Date(epochDay * 86_400_000);
   const local = new Temporal.PlainDateTime(
     date.getUTCFullYear(),

@@ -133,4 +133,30 @@ describe("rotation properties", () => {
       RUNS,
     );
   });
+
+  test("with many overlapping overrides, the latest-created one covering t wins (naive scan agrees)", () => {
+    const crowded = fc.array(
+      fc.tuple(fc.integer({ min: 0, max: 48 }), fc.integer({ min: 1, max: 24 }), fc.constantFrom(...PEOPLE)),
+      { maxLength: 30 },
+    );
+    fc.assert(
+      fc.property(crowded, fc.integer({ min: -2, max: 80 }), (raw, hour) => {
+        const overrides = raw.map(
+          ([start, length, userId], i): OverrideSpec => ({
+            id: `o${i}`,
+            userId,
+            startAt: BASE + start * 3_600_000,
+            endAt: BASE + (start + length) * 3_600_000,
+            order: i,
+          }),
+        );
+        const spec: ScheduleSpec = { zone: "UTC", layers: [], overrides };
+        const t = BASE + hour * 3_600_000 + 1_800_000;
+        const covering = overrides.filter((o) => o.startAt <= t && t < o.endAt);
+        const naive = covering.length ? (covering[covering.length - 1] as OverrideSpec).userId : null;
+        expect(answerAt(spec, t).userId).toBe(naive);
+      }),
+      RUNS,
+    );
+  });
 });
