@@ -1,0 +1,27 @@
+/**
+ * `bun run bench`: the foundation's performance figures in one run (one process tree).
+ *
+ *   BENCH_SECONDS=10 bun scripts/bench/run.ts
+ *
+ * Environment: BENCH_SECONDS (measured seconds per server, default 10), BENCH_WARMUP_SECONDS
+ * (default 2, 0 for none), BENCH_IDLE_MS (wait before the idle RSS reading, default 1000),
+ * BENCH_STORE_N (rows per store case, default 2000). Figures for the issue note, so the exit
+ * code is 0 even when a target is missed; it is 1 only when the benchmark itself failed.
+ */
+import { runFoundation } from "./foundation.ts";
+import { installCleanupHandlers, printSummary } from "./lib.ts";
+import { runStoreBench } from "./store.ts";
+
+installCleanupHandlers();
+const started = performance.now();
+try {
+  const rows = [...(await runFoundation()), ...(await runStoreBench())];
+  printSummary(rows);
+  console.log(`  total time ${Math.round((performance.now() - started) / 1000)} s`);
+  process.exit(0);
+} catch (error) {
+  console.error(
+    `\nbenchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+  );
+  process.exit(1);
+}
