@@ -1,5 +1,5 @@
 /** How admin commands answer: one JSON document with --json, else a table or key/value lines. */
-import { type Column, printTable } from "./ui/table.tsx";
+import type { Column } from "./ui/table.tsx";
 
 export interface OutputOptions {
   json?: boolean;
@@ -30,6 +30,8 @@ export async function printList<Row>(
     return;
   }
   if (process.stdout.isTTY) {
+    // ink and React load only when a table is drawn: they cost ~30 MB and ~100 ms at start.
+    const { printTable } = await import("./ui/table.tsx");
     await printTable(rows, columns);
     return;
   }

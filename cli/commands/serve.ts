@@ -3,7 +3,6 @@ import { Command } from "commander";
 import { App, type FirstRun } from "../../src/app.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger, type Logger } from "../../src/log.ts";
-import { printBanner } from "../ui/table.tsx";
 
 interface ServeOptions {
   config?: string;
@@ -55,6 +54,8 @@ export function serveCommand(): Command {
 async function announceFirstRun(first: FirstRun, log: Logger): Promise<void> {
   const signUp = `svc admin user invite-link --org ${first.orgSlug} --email ${first.ownerEmail}`;
   if (process.stdout.isTTY) {
+    // ink and React load only for the banner: a server under systemd never pays for them.
+    const { printBanner } = await import("../ui/table.tsx");
     await printBanner("svc is set up: first start on an empty database", [
       ["organization", first.orgSlug],
       ["owner", `${first.ownerEmail} (invited)`],

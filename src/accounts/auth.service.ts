@@ -26,6 +26,7 @@ export const SESSION_TTL_MS = 12 * 60 * MINUTE;
 export const MAX_ADMIN_TOKEN_TTL_MS = 24 * 60 * MINUTE;
 const LAST_USED_INTERVAL_MS = MINUTE;
 const LOGIN_FAILURES_ALLOWED = 10;
+const KEY_CACHE_LIMIT = 10_000;
 const LOGIN_FAILURE_WINDOW_MS = 15 * MINUTE;
 
 /** JWT subjects for service-bound keys (tokens minted by `/auth/token` with such a key). */
@@ -64,8 +65,37 @@ export class AuthService {
     return principal;
   }
 
+  /**
+   * Principals of recently used keys, valid while no connection has committed since
+   * (`Store.dataVersion`): a revocation, suspension or role change, made here or by
+   * `svc admin`, is seen by the very next request.
+   */
+  private readonly keyCache = new Map<
+    string,
+    { principal: Principal; expiresAt: number | null; version: number }
+  >();
+
   private fromApiKey(secret: string): Principal | null {
     const hash = sha256(secret);
+    const now = Date.now();
+    const version = this.ctx.store.dataVersion();
+    const cached = this.keyCache.get(hash);
+    if (cached && cached.version === version && (cached.expiresAt === null || cached.expiresAt > now)) {
+      this.noteUse(cached.principal.keyId as string, now);
+      return cached.principal;
+    }
+    const principal = this.lookUpKey(secret, hash, now);
+    if (this.keyCache.size >= KEY_CACHE_LIMIT) this.keyCache.clear();
+    if (principal) this.keyCache.set(hash, { ...principal, version });
+    else this.keyCache.delete(hash);
+    return principal?.principal ?? null;
+  }
+
+  private lookUpKey(
+    secret: string,
+    hash: string,
+    now: number,
+  ): { principal: Principal; expiresAt: number | null } | null {
     const rows = this.ctx.store.reader
       .query(
         `SELECT k.id, k.org_id, k.user_id, k.secret_hash, k.scopes, k.expires_at, k.revoked_at, u.role, u.status
@@ -73,11 +103,10 @@ export class AuthService {
       )
       .all(secret.slice(0, API_KEY_PREFIX_LENGTH)) as KeyLookupRow[];
     const row = rows.find((r) => sameHash(r.secret_hash, hash));
-    const now = Date.now();
     if (!row || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) return null;
     if (row.user_id !== null && (row.role === null || row.status === "suspended")) return null;
     this.noteUse(row.id, now);
-    return {
+    const principal: Principal = {
       orgId: row.org_id,
       kind: "api_key",
       userId: row.user_id,
@@ -86,6 +115,7 @@ export class AuthService {
       keyId: row.id,
       actor: row.user_id ?? `${KEY_SUBJECT}${row.id}`,
     };
+    return { principal, expiresAt: row.expires_at };
   }
 
   private async fromJwt(token: string): Promise<Principal | null> {

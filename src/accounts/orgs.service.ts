@@ -11,6 +11,7 @@ import {
   countOrgs,
   findOrgById,
   findOrgBySlug,
+  findOrgWithSeats,
   insertOrg,
   listOrgs,
   seatCounts,
@@ -101,10 +102,9 @@ export class OrgService {
   }
 
   async get(orgId: string) {
-    const org = await findOrgById(this.ctx.store.read, orgId);
+    const org = findOrgWithSeats(this.ctx.store, orgId);
     if (!org) throw errors.notFound("Organization");
-    const seats = await seatCounts(this.ctx.store.read, [org.id]);
-    return toOrganization(org, seats.get(org.id) ?? 0);
+    return toOrganization(org, org.seat_count);
   }
 
   async bySlug(slug: string) {

@@ -21,21 +21,31 @@ import {
 
 const WRITE_VERBS = /^\s*(insert|update|delete|replace|with[\s\S]*\b(insert|update|delete)\b)/i;
 
+/** What a statement does, worked out once per SQL text. */
+interface StatementKind {
+  returnsRows: boolean;
+  isWrite: boolean;
+}
+
 class BunSqliteConnection implements DatabaseConnection {
+  private readonly kinds = new Map<string, StatementKind>();
+
   constructor(private readonly handle: SqliteHandle) {}
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
     const statement = this.handle.query(compiled.sql);
     const parameters = compiled.parameters as never[];
-    if (statement.columnNames.length > 0) {
-      return { rows: statement.all(...parameters) as R[] };
+    let kind = this.kinds.get(compiled.sql);
+    if (!kind) {
+      kind = { returnsRows: statement.columnNames.length > 0, isWrite: WRITE_VERBS.test(compiled.sql) };
+      this.kinds.set(compiled.sql, kind);
     }
+    if (kind.returnsRows) return { rows: statement.all(...parameters) as R[] };
     const result = statement.run(...parameters);
-    const isWrite = WRITE_VERBS.test(compiled.sql);
     return {
       rows: [],
-      numAffectedRows: isWrite ? BigInt(result.changes) : undefined,
-      insertId: isWrite ? BigInt(result.lastInsertRowid) : undefined,
+      numAffectedRows: kind.isWrite ? BigInt(result.changes) : undefined,
+      insertId: kind.isWrite ? BigInt(result.lastInsertRowid) : undefined,
     };
   }
 

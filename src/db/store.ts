@@ -113,6 +113,14 @@ export class Store {
   }
 
   /**
+   * A number that changes whenever any connection, in this process or another (`svc admin`),
+   * has committed since it was last read: caches of rows compare it to know they are fresh.
+   */
+  dataVersion(): number {
+    return (this.reader.query("PRAGMA data_version").get() as { data_version: number }).data_version;
+  }
+
+  /**
    * Called from inside a `write` unit: runs `hook` once that unit's changes are committed, and
    * never if they roll back (log lines about a change, waking consumers of new rows).
    */

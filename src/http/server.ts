@@ -156,6 +156,7 @@ function internalError(error?: unknown, log?: Logger): Response {
 }
 
 function logRequest(deps: HttpDeps, request: Request, status: number, seconds: number, route: string): void {
+  if (!deps.log.enabled("info")) return;
   const url = request.url;
   const pathStart = url.indexOf("/", url.indexOf("//") + 2);
   deps.log.info("request", {

@@ -3,7 +3,7 @@
  * out) before sending, so a crash mid-send retries it later instead of losing it. Without SMTP
  * settings nothing is sent: messages stay in the outbox.
  */
-import nodemailer, { type Transporter } from "nodemailer";
+import type { Transporter } from "nodemailer";
 import type { Config } from "../config.ts";
 import type { Store } from "../db/store.ts";
 import type { Logger } from "../log.ts";
@@ -15,33 +15,37 @@ const LEASE_MS = 5 * MINUTE;
 const BATCH = 20;
 
 export class Mailer {
-  private readonly transport: Transporter | null;
+  private transport: Transporter | null = null;
 
   constructor(
     private readonly config: Config,
     private readonly store: Store,
     private readonly log: Logger,
-  ) {
-    const smtp = config.smtp;
-    this.transport = smtp.host
-      ? nodemailer.createTransport({
-          host: smtp.host,
-          port: smtp.port,
-          secure: smtp.secure,
-          auth: smtp.user ? { user: smtp.user, pass: smtp.pass ?? "" } : undefined,
-          connectionTimeout: 10_000,
-          socketTimeout: 20_000,
-        })
-      : null;
-  }
+  ) {}
 
   get enabled(): boolean {
-    return this.transport !== null;
+    return this.config.smtp.host !== undefined;
+  }
+
+  /** nodemailer loads only on hosts that send email. */
+  private async connect(): Promise<Transporter> {
+    if (this.transport) return this.transport;
+    const smtp = this.config.smtp;
+    const { default: nodemailer } = await import("nodemailer");
+    this.transport = nodemailer.createTransport({
+      host: smtp.host,
+      port: smtp.port,
+      secure: smtp.secure,
+      auth: smtp.user ? { user: smtp.user, pass: smtp.pass ?? "" } : undefined,
+      connectionTimeout: 10_000,
+      socketTimeout: 20_000,
+    });
+    return this.transport;
   }
 
   /** Sends what is due; called by the scheduler. */
   async deliverDue(now = Date.now()): Promise<void> {
-    if (!this.transport) return;
+    if (!this.enabled) return;
     const due = await this.store.write(async (tx) => {
       const rows = await dueEmails(tx, now, BATCH);
       if (rows.length > 0) {
@@ -59,7 +63,8 @@ export class Mailer {
     });
     for (const email of due) {
       try {
-        await this.transport.sendMail({
+        const transport = await this.connect();
+        await transport.sendMail({
           from: this.config.smtp.from,
           to: email.recipient,
           subject: email.subject,
