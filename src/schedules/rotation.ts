@@ -136,7 +136,7 @@ function overrideIndex(overrides: readonly OverrideSpec[]): OverrideIndex {
     for (let i = active.length - 1; i >= 0; i--)
       if ((active[i] as OverrideSpec).endAt <= edge) active.splice(i, 1);
     let winner: OverrideSpec | null = null;
-    for (const o of active) if (winner === null || o.order < winner.order) winner = o;
+    for (const o of active) if (winner === null || o.order > winner.order) winner = o;
     winners.push(winner);
   }
   const index = { edges, winners };

@@ -90,7 +90,7 @@ function computeInstant(zone: string, epochDay: number, minute: number): number 
     Math.floor(minute / 60),
     minute % 60,
   );
-  const zoned = local.toZonedDateTime(zone, { disambiguation: "later" });
+  const zoned = local.toZonedDateTime(zone, { disambiguation: "earlier" });
   if (zoned.hour * 60 + zoned.minute === minute && zoned.day === local.day) return zoned.epochMilliseconds;
   // The local time does not exist (spring gap): the first instant after the gap.
   const transition = zoned.getTimeZoneTransition("next");
