@@ -38,7 +38,7 @@ export const LayerInput = Strict({
     }),
   ),
   participants: T.Array(T.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 100 }),
-  restrictions: T.Optional(T.Array(RestrictionSchema, { maxItems: 28 })),
+  restrictions: T.Optional(T.Array(RestrictionSchema, { maxItems: 14 })),
 });
 
 export const ScheduleInput = Strict({
@@ -46,7 +46,7 @@ export const ScheduleInput = Strict({
   description: T.Optional(T.String({ maxLength: 2000 })),
   time_zone: T.String({ minLength: 1, maxLength: 64, description: "An IANA time zone, e.g. Europe/Berlin." }),
   team_id: T.Optional(T.Union([T.String({ minLength: 1, maxLength: 64 }), T.Null()])),
-  layers: T.Array(LayerInput, { maxItems: 20, description: "Top to bottom: the first layer on call wins." }),
+  layers: T.Array(LayerInput, { maxItems: 10, description: "Top to bottom: the first layer on call wins." }),
 });
 
 export const SchedulePatch = Strict({
@@ -54,7 +54,7 @@ export const SchedulePatch = Strict({
   description: T.Optional(T.String({ maxLength: 2000 })),
   time_zone: T.Optional(T.String({ minLength: 1, maxLength: 64 })),
   team_id: T.Optional(T.Union([T.String({ minLength: 1, maxLength: 64 }), T.Null()])),
-  layers: T.Optional(T.Array(LayerInput, { maxItems: 20 })),
+  layers: T.Optional(T.Array(LayerInput, { maxItems: 10 })),
 });
 
 const LayerOut = T.Object({
@@ -146,7 +146,7 @@ export function normalizeLayers(layers: LayerIn[]): StoredLayer[] {
     let handoff: string | null = layer.handoff_time ?? null;
     if (layer.rotation === "weekly") {
       const m =
-        handoff === null ? null : /^(mon|tue|wed|thu|fri|sat|sun) ([01]\d|2[0-3]):([0-5]\d)$/.exec(handoff);
+        handoff === null ? null : /^(mon|tue|wed|thu|fri|sat|sun) ([01]\d|2[0-3]):([0-5]\d)$/i.exec(handoff);
       if (!m)
         throw errors.field(
           `${path}.handoff_time`,

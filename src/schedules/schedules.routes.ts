@@ -20,6 +20,7 @@ const tag = "Schedules";
 const read = { scope: "schedules", level: "read" } as const;
 const write = { scope: "schedules", level: "write" } as const;
 const ICAL = "text/calendar; charset=utf-8";
+const LATEST_INSTANT = Date.parse("9999-01-01T00:00:00Z");
 
 function instant(value: string | undefined, field: string, fallback?: number): number {
   if (value === undefined) {
@@ -28,6 +29,8 @@ function instant(value: string | undefined, field: string, fallback?: number): n
   }
   const ms = parseRfc3339(value);
   if (ms === null) throw errors.field(field, "must be an RFC 3339 timestamp");
+  // Answers reach 90 days past the instant asked and must stay four-digit years.
+  if (ms >= LATEST_INSTANT) throw errors.field(field, "must be before the year 9999");
   return ms;
 }
 

@@ -70,6 +70,7 @@ export class ScheduleService {
   }
 
   async create(orgId: string, principal: Principal, input: ScheduleCreate) {
+    const name = checkName(input.name);
     const zone = checkZone(input.time_zone);
     const layers = normalizeLayers(input.layers);
     const id = newId("sch");
@@ -81,7 +82,7 @@ export class ScheduleService {
       await insertSchedule(tx, {
         id,
         org_id: orgId,
-        name: input.name.trim(),
+        name,
         description: input.description ?? "",
         time_zone: zone,
         team_id: input.team_id ?? null,
@@ -102,6 +103,7 @@ export class ScheduleService {
   async update(orgId: string, principal: Principal, id: string, patch: SchedulePatch) {
     const layers = patch.layers === undefined ? undefined : normalizeLayers(patch.layers);
     const zone = patch.time_zone === undefined ? undefined : checkZone(patch.time_zone);
+    const name = patch.name === undefined ? undefined : checkName(patch.name);
     await this.ctx.store.write(async (tx) => {
       const row = await this.require(tx, orgId, id);
       await checkTeamExists(tx, orgId, patch.team_id);
@@ -110,7 +112,7 @@ export class ScheduleService {
         ...(patch.team_id !== undefined ? [patch.team_id] : []),
       ]);
       const changes: Partial<ScheduleTable> = { updated_at: Date.now() };
-      if (patch.name !== undefined) changes.name = patch.name.trim();
+      if (name !== undefined) changes.name = name;
       if (patch.description !== undefined) changes.description = patch.description;
       if (zone !== undefined) changes.time_zone = zone;
       if (patch.team_id !== undefined) changes.team_id = patch.team_id;
@@ -206,10 +208,10 @@ export class ScheduleService {
     scheduleId: string,
     input: { user_id: string; start_at: number; end_at: number; reason?: string },
   ) {
-    if (input.end_at <= input.start_at) throw errors.field("end_at", "must be after start_at");
     return this.ctx.store.write(async (tx) => {
       const row = await this.require(tx, orgId, scheduleId);
       await checkTeamWrite(tx, principal, [row.team_id]);
+      if (input.end_at <= input.start_at) throw errors.field("end_at", "must be after start_at");
       const user = await tx
         .selectFrom("users")
         .select(["id", "status"])
@@ -297,6 +299,13 @@ export class ScheduleService {
     if (!row) throw errors.notFound("Schedule");
     return row;
   }
+}
+
+/** The trimmed name; a name of blanks only is 400, as for teams and orgs. */
+function checkName(name: string): string {
+  const trimmed = name.trim();
+  if (!trimmed) throw errors.field("name", "must not be empty");
+  return trimmed;
 }
 
 function checkZone(zone: string): string {
