@@ -8,6 +8,7 @@ export interface ScheduleTable {
   /** JSON array of StoredLayer. */
   layers: string;
   feed_token_hash: string | null;
+  version: number;
   created_at: number;
   updated_at: number;
 }

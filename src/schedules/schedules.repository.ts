@@ -1,5 +1,5 @@
 /** SQL for schedules, their participants index and their overrides. */
-import type { Db } from "../db/store.ts";
+import type { Db, Store } from "../db/store.ts";
 import type { ScheduleOverrideTable, ScheduleTable } from "./schedule.table.ts";
 
 export function findSchedule(db: Db, orgId: string, id: string): Promise<ScheduleTable | undefined> {
@@ -128,4 +128,23 @@ export async function emailsOf(db: Db, userIds: string[]): Promise<Map<string, s
   if (userIds.length === 0) return new Map();
   const rows = await db.selectFrom("users").select(["id", "email"]).where("id", "in", userIds).execute();
   return new Map(rows.map((r) => [r.id, r.email]));
+}
+
+/** Marks a change to a schedule's overrides (its `updated_at` is about the schedule itself). */
+export async function bumpScheduleVersion(db: Db, id: string): Promise<void> {
+  await db
+    .updateTable("schedules")
+    .set((eb) => ({ version: eb("version", "+", 1) }))
+    .where("id", "=", id)
+    .execute();
+}
+
+/** The version of a schedule of the org, by one prepared statement (the on-call hot path). */
+export function scheduleVersion(store: Store, orgId: string, id: string): number | undefined {
+  const row = store.reader
+    .query("SELECT version FROM schedules WHERE id = ? AND org_id = ?")
+    .get(id, orgId) as {
+    version: number;
+  } | null;
+  return row?.version;
 }

@@ -21,6 +21,7 @@ import {
   toSchedule,
 } from "./schedule.ts";
 import {
+  bumpScheduleVersion,
   deleteOverride,
   deleteSchedule,
   emailsOf,
@@ -32,6 +33,7 @@ import {
   listOverrides,
   listSchedules,
   overridesEndingAfter,
+  scheduleVersion,
   setParticipants,
   updateSchedule,
 } from "./schedules.repository.ts";
@@ -53,7 +55,20 @@ export interface ScheduleCreate {
 
 export type SchedulePatch = Partial<ScheduleCreate>;
 
+interface PreparedSchedule {
+  orgId: string;
+  version: number;
+  dataVersion: number;
+  windowStart: number;
+  spec: ScheduleSpec;
+  emails: Map<string, string>;
+}
+
+const PREPARED_CACHE_LIMIT = 10_000;
+
 export class ScheduleService {
+  private readonly preparedCache = new Map<string, PreparedSchedule>();
+
   constructor(private readonly ctx: AccountsContext) {}
 
   async list(orgId: string, filter: { team_id?: string; limit: number; cursor: (string | number)[] | null }) {
@@ -88,6 +103,7 @@ export class ScheduleService {
         team_id: input.team_id ?? null,
         layers: JSON.stringify(layers),
         feed_token_hash: null,
+        version: 1,
         created_at: now,
         updated_at: now,
       });
@@ -111,7 +127,7 @@ export class ScheduleService {
         row.team_id,
         ...(patch.team_id !== undefined ? [patch.team_id] : []),
       ]);
-      const changes: Partial<ScheduleTable> = { updated_at: Date.now() };
+      const changes: Partial<ScheduleTable> = { updated_at: Date.now(), version: row.version + 1 };
       if (name !== undefined) changes.name = name;
       if (patch.description !== undefined) changes.description = patch.description;
       if (zone !== undefined) changes.time_zone = zone;
@@ -140,19 +156,58 @@ export class ScheduleService {
 
   /** Who is on call at `at` (default now), with their email and until when. */
   async onCall(orgId: string, id: string, at: number) {
-    const db = this.ctx.store.read;
-    const row = await this.require(db, orgId, id);
-    const spec = await this.spec(db, row, at);
+    const { spec, emails } = await this.prepared(orgId, id, at);
     const result = onCallAt(spec, at);
-    const emails = await emailsOf(db, result.userId ? [result.userId] : []);
     return {
-      schedule_id: row.id,
+      schedule_id: id,
       at: iso(at),
       user_id: result.userId,
       user_email: result.userId ? (emails.get(result.userId) ?? null) : null,
       layer: result.layer,
       until: iso(result.until),
     };
+  }
+
+  /**
+   * The engine's input for answers at `at`, kept per schedule while nothing was committed
+   * (`Store.dataVersion`) or, after a commit, while the schedule's `version` is unchanged. It
+   * holds the overrides that end after a window 90 days back; older instants are built fresh.
+   */
+  private async prepared(orgId: string, id: string, at: number): Promise<PreparedSchedule> {
+    const store = this.ctx.store;
+    const dataVersion = store.dataVersion();
+    const cached = this.preparedCache.get(id);
+    if (cached && cached.orgId === orgId && at >= cached.windowStart) {
+      if (cached.dataVersion === dataVersion) return cached;
+      const version = scheduleVersion(store, orgId, id);
+      if (version === undefined) {
+        this.preparedCache.delete(id);
+        throw errors.notFound("Schedule");
+      }
+      if (version === cached.version) {
+        cached.emails = await emailsOf(store.read, [...cached.emails.keys()]);
+        cached.dataVersion = dataVersion;
+        return cached;
+      }
+    }
+    const row = await this.require(store.read, orgId, id);
+    const windowStart = Math.min(at, Date.now() - MAX_TIMELINE_MS);
+    const spec = await this.spec(store.read, row, windowStart);
+    const userIds = new Set([
+      ...spec.layers.flatMap((l) => l.participants),
+      ...spec.overrides.map((o) => o.userId),
+    ]);
+    const prepared = {
+      orgId,
+      version: row.version,
+      dataVersion,
+      windowStart,
+      spec,
+      emails: await emailsOf(store.read, [...userIds]),
+    };
+    if (this.preparedCache.size >= PREPARED_CACHE_LIMIT) this.preparedCache.clear();
+    this.preparedCache.set(id, prepared);
+    return prepared;
   }
 
   /** The final schedule over [from, to), at most 90 days. */
@@ -233,6 +288,7 @@ export class ScheduleService {
         created_at: Date.now(),
       };
       await insertOverride(tx, override);
+      await bumpScheduleVersion(tx, scheduleId);
       return toOverride(override);
     });
   }
@@ -247,6 +303,7 @@ export class ScheduleService {
         throw new AppError("override_ended", "This override has already ended; it stays as history.");
       }
       await deleteOverride(tx, overrideId);
+      await bumpScheduleVersion(tx, scheduleId);
     });
   }
 

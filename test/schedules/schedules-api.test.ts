@@ -1756,3 +1756,35 @@ describe("edges of the input", () => {
     expectError(res, 404, "not_found");
   });
 });
+
+describe("answers follow every committed change", () => {
+  test("on-call asked again right after an override, a PATCH or a delete gives the new answer", async () => {
+    const body = weeklyBerlin();
+    (body.layers[0] as { participants: string[] }).participants = [alice]; // alice whenever the layer runs
+    const created = await createSchedule({ ...body, name: "Fresh answers" });
+    const at = new Date(Date.now() + 2 * DAY).toISOString();
+    const ask = async () =>
+      (await admin.get(`/api/v1/schedules/${created.id}/on-call?at=${encodeURIComponent(at)}`)).body;
+    expect((await ask()).data.user_id).toBe(alice);
+    expect((await ask()).data.user_id).toBe(alice);
+
+    const override = await createOverride(created.id, {
+      user_id: dave,
+      start_at: new Date(Date.now() + DAY).toISOString(),
+      end_at: new Date(Date.now() + 3 * DAY).toISOString(),
+    });
+    expect((await ask()).data).toEqual(expect.objectContaining({ user_id: dave, layer: "override" }));
+
+    expect((await admin.delete(`/api/v1/schedules/${created.id}/overrides/${override.id}`)).status).toBe(204);
+    expect((await ask()).data.user_id).toBe(alice);
+
+    (body.layers[0] as { participants: string[] }).participants = [carol];
+    expect((await admin.patch(`/api/v1/schedules/${created.id}`, { layers: body.layers })).status).toBe(200);
+    expect((await ask()).data.user_id).toBe(carol);
+
+    expect((await admin.delete(`/api/v1/schedules/${created.id}`)).status).toBe(204);
+    expect(
+      (await admin.get(`/api/v1/schedules/${created.id}/on-call?at=${encodeURIComponent(at)}`)).status,
+    ).toBe(404);
+  });
+});
