@@ -146,7 +146,7 @@ function childBareServer(): void {
 // ---------------------------------------------------------------------------------------------
 // The orchestrator side.
 
-interface Server {
+export interface Server {
   label: string;
   proc: Subprocess;
   base: string;
@@ -154,7 +154,7 @@ interface Server {
   logFile?: string;
 }
 
-interface LoadRun {
+export interface LoadRun {
   label: string;
   report: LoadReport;
   rps: number;
@@ -179,7 +179,7 @@ function svcEnv(level?: "warn"): Record<string, string> {
   return env;
 }
 
-async function runCli(args: string[]): Promise<string> {
+export async function runCli(args: string[]): Promise<string> {
   const proc = spawnTracked([process.execPath, CLI, ...args], {
     env: svcEnv(),
     stdout: "pipe",
@@ -220,7 +220,7 @@ function servingLine(logFile: string): { listen: string; startup_ms: number } | 
  * beforehand so polling can start at once (and because at warn level the "svc is serving" line,
  * which carries the address, is not logged).
  */
-async function startSvcOnPort(
+export async function startSvcOnPort(
   dataDir: string,
   logFile: string,
   level: "warn" | undefined,
@@ -259,7 +259,7 @@ async function startSvcFromLogLine(dataDir: string, logFile: string): Promise<Se
   return { label: "svc serve (info)", proc, base, logFile };
 }
 
-async function startBare(body: string): Promise<Server> {
+export async function startBare(body: string): Promise<Server> {
   const proc = spawnTracked([process.execPath, SELF, "--child", "bare-server"], {
     env: { ...process.env, BENCH_BODY: body },
     stdout: "pipe",
@@ -283,7 +283,13 @@ function fileSize(path: string | undefined): number {
 }
 
 /** Loads `server` from a separate load-generator process; samples CPU around the measured window. */
-async function runLoad(server: Server, path: string, authorization: string, seconds: number, warmup: number) {
+export async function runLoad(
+  server: Server,
+  path: string,
+  authorization: string,
+  seconds: number,
+  warmup: number,
+) {
   const config: LoadConfig = {
     url: `${server.base}${path}`,
     authorization,
@@ -328,7 +334,7 @@ async function runLoad(server: Server, path: string, authorization: string, seco
   return run;
 }
 
-function loadRow(run: LoadRun, idleRss: number, afterRss: number): string[] {
+export function loadRow(run: LoadRun, idleRss: number, afterRss: number): string[] {
   const l = run.report.latency;
   const perRequestUs = (run.serverCpuSeconds / Math.max(1, run.report.responses)) * 1e6;
   const serverCores = run.serverCpuSeconds / run.report.seconds;

@@ -1,5 +1,6 @@
 /**
- * `bun run bench`: the foundation's performance figures in one run (one process tree).
+ * `bun run bench`: the performance figures in one run (one process tree): the HTTP foundation,
+ * the store, and schedules.
  *
  *   BENCH_SECONDS=10 bun scripts/bench/run.ts
  *
@@ -10,12 +11,13 @@
  */
 import { runFoundation } from "./foundation.ts";
 import { installCleanupHandlers, printSummary } from "./lib.ts";
+import { runSchedulesBench } from "./schedules.ts";
 import { runStoreBench } from "./store.ts";
 
 installCleanupHandlers();
 const started = performance.now();
 try {
-  const rows = [...(await runFoundation()), ...(await runStoreBench())];
+  const rows = [...(await runFoundation()), ...(await runStoreBench()), ...(await runSchedulesBench())];
   printSummary(rows);
   console.log(`  total time ${Math.round((performance.now() - started) / 1000)} s`);
   process.exit(0);
