@@ -30,6 +30,7 @@ export function endpointTable(): string {
     schedules: new ScheduleService({ store: {} as Store, config, log }),
     metrics: new Metrics(),
     log,
+    baseUrl: () => config.base_url,
     isReady: () => false,
   });
   const rows = defs.map((def) => {

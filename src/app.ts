@@ -5,6 +5,7 @@
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Accounts, createAccounts } from "./accounts/accounts.ts";
+import type { AccountsContext } from "./accounts/context.ts";
 import { countOrgs } from "./accounts/orgs.repository.ts";
 import { SessionSigner } from "./accounts/sessions.ts";
 import type { Config } from "./config.ts";
@@ -37,7 +38,8 @@ export class App {
   private ready = false;
 
   private constructor(
-    readonly config: Config,
+    /** Shared by every service; `start` may refine its config once the real port is known. */
+    private readonly ctx: AccountsContext,
     readonly log: Logger,
     readonly store: Store,
     readonly accounts: Accounts,
@@ -51,12 +53,16 @@ export class App {
     try {
       const version = migrate(store.writer);
       const signer = await SessionSigner.load(config.data_dir);
-      const ctx = { store, config, log };
-      return new App(config, log, store, createAccounts(ctx, signer), new ScheduleService(ctx), version);
+      const ctx: AccountsContext = { store, config, log };
+      return new App(ctx, log, store, createAccounts(ctx, signer), new ScheduleService(ctx), version);
     } catch (error) {
       await store.close();
       throw error;
     }
+  }
+
+  get config(): Config {
+    return this.ctx.config;
   }
 
   /** On an empty database: the default org, its invited owner and an owner-bound key. */
@@ -67,8 +73,16 @@ export class App {
       { onlyIfEmpty: true },
     );
     const keyFile = join(this.config.data_dir, INITIAL_KEY_FILE);
-    writeFileSync(keyFile, `${created.api_key.secret}\n`, { mode: 0o600 });
-    chmodSync(keyFile, 0o600);
+    try {
+      writeFileSync(keyFile, `${created.api_key.secret}\n`, { mode: 0o600 });
+      chmodSync(keyFile, 0o600);
+    } catch (error) {
+      // The org exists now, so the next start will not retry: say how to get a key instead.
+      throw new Error(
+        `could not write ${keyFile} (${(error as Error).message}); create a key with ` +
+          `'svc admin key create --org ${created.org.slug} --name admin --scopes admin --user ${created.owner.email}'`,
+      );
+    }
     return {
       orgSlug: created.org.slug,
       ownerEmail: created.owner.email,
@@ -99,6 +113,7 @@ export class App {
       schedules: this.schedules,
       metrics: this.metrics,
       log: this.log,
+      baseUrl: () => this.ctx.config.base_url,
       isReady: () => this.ready,
     });
     this.server.listen({
@@ -113,7 +128,28 @@ export class App {
     this.ready = true;
     const server = this.server.server;
     if (!server) throw new Error("the HTTP server did not start");
-    return { port: server.port ?? this.config.port, hostname: server.hostname ?? this.config.host };
+    const address = { port: server.port ?? this.config.port, hostname: server.hostname ?? this.config.host };
+    this.settleBaseUrl(address.port);
+    return address;
+  }
+
+  /**
+   * A base URL derived from `listen` names port 0 until the server is bound: links (invites,
+   * feeds) then use the real port. A wildcard host cannot be reached as written: warn.
+   */
+  private settleBaseUrl(port: number): void {
+    const config = this.ctx.config;
+    if (!config.base_url_derived) return;
+    if (config.port === 0) {
+      const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+      this.ctx.config = Object.freeze({ ...config, port, base_url: `http://${host}:${port}` });
+    }
+    if (["0.0.0.0", "::", ""].includes(config.host)) {
+      this.log.warn("base_url is not set and listen is a wildcard address: links in emails will not work", {
+        listen: config.listen,
+        base_url: this.ctx.config.base_url,
+      });
+    }
   }
 
   private registerGauges(): void {

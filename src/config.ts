@@ -72,6 +72,8 @@ type ConfigShape = Static<typeof ConfigSchema>;
 export interface Config extends Omit<ConfigShape, "base_url" | "log"> {
   /** Always set: derived from `listen` when not configured. */
   base_url: string;
+  /** True when `base_url` was not configured but derived from `listen`. */
+  base_url_derived: boolean;
   log: { level: ConfigShape["log"]["level"]; format: "json" | "pretty" };
   /** Host and port split from `listen`. */
   host: string;
@@ -117,6 +119,7 @@ export function loadConfig(
     ...withDefaults,
     data_dir: resolve(withDefaults.data_dir),
     base_url: (withDefaults.base_url ?? `http://${withDefaults.listen}`).replace(/\/+$/, ""),
+    base_url_derived: withDefaults.base_url === undefined,
     log: { level: withDefaults.log.level, format: withDefaults.log.format ?? (isTty ? "pretty" : "json") },
     host,
     port,

@@ -4,7 +4,7 @@ import { errors } from "../errors.ts";
 import { toPage } from "../http/pagination.ts";
 import { newId } from "../ids.ts";
 import { DAY } from "../time.ts";
-import { hasAdminPrivilege, type Principal, type Scope } from "./access.ts";
+import { hasAdminPrivilege, type Principal, type Role, type Scope } from "./access.ts";
 import type { ApiKeyTable } from "./api-key.table.ts";
 import { toApiKey } from "./api-key.ts";
 import { findKey, insertKey, listKeys, revokeKey } from "./api-keys.repository.ts";
@@ -50,6 +50,14 @@ export async function insertApiKey(
   return { ...toApiKey(row), secret: secret.secret };
 }
 
+const RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2, owner: 3 };
+
+/** Whether the principal's own rank reaches `role` (a service key ranks as an admin). */
+function outranksOrEquals(principal: Principal, role: Role): boolean {
+  const rank = principal.role === null ? RANK.admin : RANK[principal.role];
+  return rank >= RANK[role];
+}
+
 export class ApiKeyService {
   constructor(private readonly ctx: AccountsContext) {}
 
@@ -72,6 +80,10 @@ export class ApiKeyService {
         const owner = await findUser(tx, orgId, ownerId);
         if (!owner) throw errors.field("user_id", "does not name a user of this organization");
         if (owner.status === "suspended") throw errors.field("user_id", "names a suspended user");
+        // A key acts as its user: nobody may mint one for a user who outranks them.
+        if (principal && owner.id !== principal.userId && !outranksOrEquals(principal, owner.role)) {
+          throw errors.forbiddenRole("You cannot create a key for a user whose role is above yours.");
+        }
       }
       return insertApiKey(tx, orgId, { ...input, user_id: ownerId }, now);
     });

@@ -3,6 +3,7 @@
  * acceptance with MFA enrolment, password-reset completion, and minting admin JWTs.
  */
 import { Secret, TOTP } from "otpauth";
+import type { Db } from "../db/store.ts";
 import { AppError, errors } from "../errors.ts";
 import { MINUTE } from "../time.ts";
 import type { Principal, Role, Scope } from "./access.ts";
@@ -164,24 +165,25 @@ export class AuthService {
   async login(input: { email: string; password: string; totp: string; org?: string }) {
     const email = normalizeEmail(input.email);
     this.checkLoginRate(email);
+    // Counted before the slow password check, so parallel guesses cannot outrun the limit.
+    this.noteLoginFailure(email);
     const candidates = await findUsersByEmail(this.ctx.store.read, email);
     let users = candidates.filter((u) => u.status === "active" && u.password_hash && u.mfa_enabled === 1);
     if (input.org !== undefined) {
       const orgIds = await this.orgIdsForSlug(input.org);
       users = users.filter((u) => orgIds.has(u.org_id));
     }
+    // Password and code both, per user: an answer never confirms a password without its code.
     const matches: UserTable[] = [];
     for (const user of users) {
-      if (await Bun.password.verify(input.password, user.password_hash as string)) matches.push(user);
+      const passwordOk = await Bun.password.verify(input.password, user.password_hash as string);
+      if (passwordOk && user.totp_secret && totpValid(user.totp_secret, input.totp)) matches.push(user);
     }
     if (matches.length > 1) {
       throw errors.field("org", "is required: this email belongs to several organizations");
     }
     const user = matches[0];
-    if (!user?.totp_secret || !totpValid(user.totp_secret, input.totp)) {
-      this.noteLoginFailure(email);
-      throw errors.unauthenticated();
-    }
+    if (!user) throw errors.unauthenticated();
     this.loginFailures.delete(email);
     const now = Date.now();
     await this.ctx.store.write((tx) => updateUser(tx, user.id, { last_login_at: now }));
@@ -223,26 +225,32 @@ export class AuthService {
   /** Sets the password of an invited user and starts MFA enrolment. */
   async acceptInvite(input: { token: string; password: string }) {
     checkPassword(input.password);
-    const user = await this.userByInvite(input.token);
+    const user = await userByInvite(this.ctx.store.read, input.token);
     const passwordHash = await Bun.password.hash(input.password, "argon2id");
     const secret = new Secret({ size: 20 });
-    await this.ctx.store.write((tx) =>
-      updateUser(tx, user.id, { password_hash: passwordHash, totp_secret: secret.base32, mfa_enabled: 0 }),
-    );
+    // Checked again inside the write: a suspension or a new link may have landed meanwhile.
+    await this.ctx.store.write(async (tx) => {
+      const current = await userByInvite(tx, input.token);
+      await updateUser(tx, current.id, {
+        password_hash: passwordHash,
+        totp_secret: secret.base32,
+        mfa_enabled: 0,
+      });
+    });
     const totp = makeTotp(secret.base32, user.email);
     return { totp_secret: secret.base32, otpauth_url: totp.toString() };
   }
 
   /** Confirms the authenticator with a first code; the user becomes active and may log in. */
   async confirmMfa(input: { token: string; totp: string }) {
-    const user = await this.userByInvite(input.token);
-    if (!user.totp_secret || !user.password_hash) {
-      throw new AppError("conflict", "Accept the invite with a password before confirming MFA.");
-    }
-    if (!totpValid(user.totp_secret, input.totp)) throw errors.field("totp", "is not the current code");
     const now = Date.now();
-    await this.ctx.store.write(async (tx) => {
-      await updateUser(tx, user.id, {
+    const user = await this.ctx.store.write(async (tx) => {
+      const current = await userByInvite(tx, input.token);
+      if (!current.totp_secret || !current.password_hash) {
+        throw new AppError("conflict", "Accept the invite with a password before confirming MFA.");
+      }
+      if (!totpValid(current.totp_secret, input.totp)) throw errors.field("totp", "is not the current code");
+      await updateUser(tx, current.id, {
         mfa_enabled: 1,
         status: "active",
         signed_up_at: now,
@@ -250,27 +258,18 @@ export class AuthService {
         invite_expires_at: null,
         last_login_at: now,
       });
+      return current;
     });
     return this.issue(user, SESSION_TTL_MS);
   }
 
-  private async userByInvite(token: string): Promise<UserTable> {
-    const user = await findUserByInviteHash(this.ctx.store.read, sha256(token));
-    if (user?.status !== "invited" || (user.invite_expires_at ?? 0) <= Date.now()) {
-      throw errors.field("token", "is not a valid invite (it may have expired or been replaced)");
-    }
-    return user;
-  }
-
-  /** Completes a password reset; other sessions of the user end. */
+  /** Completes a password reset; other sessions of the user end. The link works once. */
   async completeReset(input: { token: string; password: string }): Promise<void> {
     checkPassword(input.password);
-    const user = await findUserByResetHash(this.ctx.store.read, sha256(input.token));
-    if (user?.status !== "active" || (user.reset_expires_at ?? 0) <= Date.now()) {
-      throw errors.field("token", "is not a valid reset link (it may have expired or been used)");
-    }
+    await userByReset(this.ctx.store.read, input.token);
     const passwordHash = await Bun.password.hash(input.password, "argon2id");
     await this.ctx.store.write(async (tx) => {
+      const user = await userByReset(tx, input.token);
       await updateUser(tx, user.id, {
         password_hash: passwordHash,
         reset_token_hash: null,
@@ -294,6 +293,7 @@ export class AuthService {
     if (!user || (user.role !== "owner" && user.role !== "admin")) {
       throw errors.forbiddenRole("Admin tokens are for owners and admins.");
     }
+    if (user.status === "suspended") throw new AppError("conflict", "This user is suspended.");
     if (user.status !== "active") {
       throw new AppError(
         "invite_pending",
@@ -310,6 +310,22 @@ export class AuthService {
     );
     return { token, expires_at: new Date(expiresAt).toISOString() };
   }
+}
+
+async function userByInvite(db: Db, token: string): Promise<UserTable> {
+  const user = await findUserByInviteHash(db, sha256(token));
+  if (user?.status !== "invited" || (user.invite_expires_at ?? 0) <= Date.now()) {
+    throw errors.field("token", "is not a valid invite (it may have expired or been replaced)");
+  }
+  return user;
+}
+
+async function userByReset(db: Db, token: string): Promise<UserTable> {
+  const user = await findUserByResetHash(db, sha256(token));
+  if (user?.status !== "active" || (user.reset_expires_at ?? 0) <= Date.now()) {
+    throw errors.field("token", "is not a valid reset link (it may have expired or been used)");
+  }
+  return user;
 }
 
 export const MIN_PASSWORD_LENGTH = 12;

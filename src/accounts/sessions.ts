@@ -30,7 +30,13 @@ export class SessionSigner {
     } else {
       const pair = await generateKeyPair(ALG, { extractable: true });
       jwk = await exportJWK(pair.privateKey);
-      writeFileSync(file, JSON.stringify(jwk), { mode: 0o600, flag: "wx" });
+      try {
+        writeFileSync(file, JSON.stringify(jwk), { mode: 0o600, flag: "wx" });
+      } catch (error) {
+        // Another process started at the same moment and wrote its key first: use that one.
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+        jwk = JSON.parse(readFileSync(file, "utf8")) as JWK;
+      }
     }
     chmodSync(file, 0o600);
     const { d: _d, ...publicJwk } = jwk;

@@ -46,9 +46,15 @@ export class InviteService {
     const expiresAt = now + INVITE_TTL_MS;
     await updateUser(tx, user.id, { invite_token_hash: link.hash, invite_expires_at: expiresAt });
     const url = `${this.ctx.config.base_url}/accept-invite?token=${link.token}`;
-    await enqueueEmail(tx, inviteEmail(org.id, org.name, user.email, url, iso(expiresAt)), now);
+    const email = inviteEmail(org.id, org.name, user.email, url, iso(expiresAt));
+    await enqueueEmail(tx, email, now);
     this.ctx.store.afterCommit(() =>
-      this.ctx.log.info("email queued", { kind: "invite", to: user.email, org_id: org.id }),
+      this.ctx.log.info("email queued", {
+        kind: "invite",
+        to: email.to,
+        subject: email.subject,
+        org_id: org.id,
+      }),
     );
     return { invite_token: link.token, invite_url: url, expires_at: iso(expiresAt) };
   }
@@ -230,9 +236,15 @@ export class UserService {
       const expiresAt = now + RESET_TTL_MS;
       await updateUser(tx, id, { reset_token_hash: link.hash, reset_expires_at: expiresAt });
       const url = `${this.ctx.config.base_url}/reset-password?token=${link.token}`;
-      await enqueueEmail(tx, resetEmail(orgId, org?.name ?? "svc", user.email, url, iso(expiresAt)), now);
+      const email = resetEmail(orgId, org?.name ?? "svc", user.email, url, iso(expiresAt));
+      await enqueueEmail(tx, email, now);
       this.ctx.store.afterCommit(() =>
-        this.ctx.log.info("email queued", { kind: "password_reset", to: user.email, org_id: orgId }),
+        this.ctx.log.info("email queued", {
+          kind: "password_reset",
+          to: email.to,
+          subject: email.subject,
+          org_id: orgId,
+        }),
       );
     });
   }

@@ -32,6 +32,8 @@ export function migrate(handle: SqliteHandle): number {
     if (migration.version <= current) continue;
     handle
       .transaction(() => {
+        // Another process (serve and svc admin starting together) may have applied it meanwhile.
+        if (schemaVersion(handle) >= migration.version) return;
         handle.run(migration.sql);
         handle
           .query("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)")

@@ -65,11 +65,14 @@ export class Store {
   }
 
   private async drain(): Promise<void> {
-    while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, MAX_UNITS_PER_COMMIT);
-      await this.commitBatch(batch);
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, MAX_UNITS_PER_COMMIT);
+        await this.commitBatch(batch);
+      }
+    } finally {
+      this.draining = false;
     }
-    this.draining = false;
   }
 
   private async commitBatch(batch: Unit[]): Promise<void> {
@@ -83,14 +86,13 @@ export class Store {
     for (const unit of batch) {
       const hooks: (() => void)[] = [];
       this.unitHooks = hooks;
-      this.writer.run("SAVEPOINT unit");
       try {
+        this.writer.run("SAVEPOINT unit");
         const value = await unit.run(this.writeDb);
         this.writer.run("RELEASE unit");
         settled.push({ unit, ok: true, value, hooks });
       } catch (error) {
-        this.writer.run("ROLLBACK TO unit");
-        this.writer.run("RELEASE unit");
+        rollBackUnit(this.writer);
         settled.push({ unit, ok: false, value: error, hooks: [] });
       } finally {
         this.unitHooks = null;
@@ -153,6 +155,16 @@ export class Store {
     }
     this.reader.close();
     this.writer.close();
+  }
+}
+
+/** Undoes a failed unit's savepoint; if it never opened, there is nothing to undo. */
+function rollBackUnit(writer: SqliteHandle): void {
+  try {
+    writer.run("ROLLBACK TO unit");
+    writer.run("RELEASE unit");
+  } catch {
+    // SAVEPOINT itself failed: the unit wrote nothing.
   }
 }
 

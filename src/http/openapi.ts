@@ -1,6 +1,5 @@
 /** The OpenAPI 3.1 document, generated from the route declarations and their TypeBox schemas. */
 import type { TObject, TSchema } from "@sinclair/typebox";
-import type { Config } from "../config.ts";
 import { VERSION } from "../version.ts";
 import type { RouteDef } from "./route.ts";
 import { ErrorEnvelope } from "./schema.ts";
@@ -10,7 +9,7 @@ function clean(schema: TSchema): unknown {
   return JSON.parse(JSON.stringify(schema));
 }
 
-export function openApiDocument(routes: RouteDef[], config: Config) {
+export function openApiDocument(routes: RouteDef[], baseUrl: string) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const def of routes) {
     const path = def.path.replace(/:(\w+)/g, "{$1}");
@@ -78,7 +77,7 @@ export function openApiDocument(routes: RouteDef[], config: Config) {
       version: VERSION,
       description: "Alerting, on-call and incidents in one executable.",
     },
-    servers: [{ url: config.base_url }],
+    servers: [{ url: baseUrl }],
     security: [{ bearer: [] }],
     components: {
       securitySchemes: {

@@ -29,6 +29,8 @@ export interface HttpDeps {
   schedules: ScheduleService;
   metrics: Metrics;
   log: Logger;
+  /** The public base URL (final once the server is bound). */
+  baseUrl: () => string;
   /** False until start-up finished and while shutting down. */
   isReady: () => boolean;
 }
@@ -47,7 +49,8 @@ export function routes(deps: HttpDeps): RouteDef[] {
 export function createHttpApp(deps: HttpDeps) {
   const idempotency = new Idempotency(deps.store);
   const api = routes(deps);
-  const document = JSON.stringify(openApiDocument(api, deps.config));
+  // Built on first use: the base URL is known only once the server is bound (port 0).
+  let document: string | null = null;
   const app = new Elysia({ normalize: false, strictPath: false });
 
   for (const def of api) {
@@ -57,7 +60,10 @@ export function createHttpApp(deps: HttpDeps) {
   }
   healthRoutes(app, deps);
   signupPages(app, deps.accounts.auth);
-  app.get("/api/v1/openapi.json", () => new Response(document, { headers: { "content-type": JSON_TYPE } }));
+  app.get("/api/v1/openapi.json", () => {
+    document ??= JSON.stringify(openApiDocument(api, deps.baseUrl()));
+    return new Response(document, { headers: { "content-type": JSON_TYPE } });
+  });
   app.onError(({ code, request }) => {
     const status = code === "NOT_FOUND" ? 404 : code === "PARSE" ? 400 : 500;
     const response =

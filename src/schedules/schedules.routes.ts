@@ -21,6 +21,7 @@ const read = { scope: "schedules", level: "read" } as const;
 const write = { scope: "schedules", level: "write" } as const;
 const ICAL = "text/calendar; charset=utf-8";
 const LATEST_INSTANT = Date.parse("9999-01-01T00:00:00Z");
+const EARLIEST_INSTANT = Date.parse("0001-01-01T00:00:00Z");
 
 function instant(value: string | undefined, field: string, fallback?: number): number {
   if (value === undefined) {
@@ -30,7 +31,9 @@ function instant(value: string | undefined, field: string, fallback?: number): n
   const ms = parseRfc3339(value);
   if (ms === null) throw errors.field(field, "must be an RFC 3339 timestamp");
   // Answers reach 90 days past the instant asked and must stay four-digit years.
-  if (ms >= LATEST_INSTANT) throw errors.field(field, "must be before the year 9999");
+  if (ms >= LATEST_INSTANT || ms < EARLIEST_INSTANT) {
+    throw errors.field(field, "must be within the years 0001 to 9998");
+  }
   return ms;
 }
 
