@@ -10,7 +10,8 @@ CREATE TABLE schedules (
   team_id TEXT REFERENCES teams(id) ON DELETE SET NULL,
   layers TEXT NOT NULL,
   feed_token_hash TEXT UNIQUE,
-  -- Bumped by every change to the schedule or its overrides; caches of it compare this.
+  -- Bumped by every change that affects who is on call (an update of the schedule, an override
+  -- added or deleted; not a new feed token); caches of it compare this.
   version INTEGER NOT NULL DEFAULT 1,
   created_at INTEGER NOT NULL,
   updated_at INTEGER NOT NULL

@@ -5,6 +5,7 @@
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Accounts, createAccounts } from "./accounts/accounts.ts";
+import { liveKeys } from "./accounts/api-keys.repository.ts";
 import type { AccountsContext } from "./accounts/context.ts";
 import { countOrgs } from "./accounts/orgs.repository.ts";
 import { SessionSigner } from "./accounts/sessions.ts";
@@ -16,6 +17,7 @@ import { Metrics } from "./http/metrics.ts";
 import { createHttpApp } from "./http/server.ts";
 import type { Logger } from "./log.ts";
 import { Mailer } from "./mail/mailer.ts";
+import { pendingEmailCount } from "./mail/outbox.ts";
 import { Scheduler } from "./scheduler.ts";
 import { ScheduleService } from "./schedules/schedules.service.ts";
 import { DAY, HOUR } from "./time.ts";
@@ -153,29 +155,18 @@ export class App {
   }
 
   private registerGauges(): void {
-    const reader = this.store.reader;
+    const read = this.store.read;
     this.metrics.addGauge({
       name: "svc_email_outbox_pending",
       help: "Emails waiting in the outbox.",
-      read: () => [
-        {
-          labels: {},
-          value: (
-            reader.query("SELECT COUNT(*) AS n FROM email_outbox WHERE status = 'pending'").get() as {
-              n: number;
-            }
-          ).n,
-        },
-      ],
+      read: async () => [{ labels: {}, value: await pendingEmailCount(read) }],
     });
     this.metrics.addGauge({
       name: "svc_api_key_days_to_expiry",
       help: "Days until each live API key expires (-1: never).",
-      read: () => {
+      read: async () => {
         const now = Date.now();
-        const rows = reader
-          .query("SELECT id, org_id, expires_at FROM api_keys WHERE revoked_at IS NULL")
-          .all() as { id: string; org_id: string; expires_at: number | null }[];
+        const rows = await liveKeys(read);
         return rows.map((r) => ({
           labels: { key_id: r.id, org_id: r.org_id },
           value: r.expires_at === null ? -1 : Math.round(((r.expires_at - now) / DAY) * 100) / 100,

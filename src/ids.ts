@@ -20,7 +20,10 @@ export type IdPrefix =
   | "chn"
   | "mon"
   | "spg"
-  | "rpl";
+  | "rpl"
+  | "evt"
+  | "stp"
+  | "dlv";
 
 const ulid = monotonicFactory();
 
@@ -28,7 +31,14 @@ export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid().toLowerCase()}`;
 }
 
-/** Whether `value` looks like an id with the given prefix (used to answer 404 early). */
-export function hasPrefix(value: string, prefix: IdPrefix): boolean {
-  return value.startsWith(`${prefix}_`) && value.length === prefix.length + 27;
+/**
+ * The index of the first of `ids` that `existing` does not return, or -1. `existing` is asked
+ * once, with each id once (a repository's "which of these ids exist in the org").
+ */
+export async function firstUnknownId(
+  ids: string[],
+  existing: (unique: string[]) => Promise<string[]>,
+): Promise<number> {
+  const found = new Set(await existing([...new Set(ids)]));
+  return ids.findIndex((id) => !found.has(id));
 }

@@ -31,7 +31,7 @@ export class Scheduler {
     });
   }
 
-  /** Runs every job that is due now; also used by tests and at start-up. */
+  /** Runs every job that is due now; the cron calls it every second. */
   async tick(now = Date.now()): Promise<void> {
     for (const job of this.jobs) {
       if (now - (this.lastRun.get(job.name) ?? 0) < job.everyMs) continue;

@@ -64,6 +64,22 @@ function scopes(value: string): Scope[] {
   return list as Scope[];
 }
 
+const PAGE_SIZE = 200;
+
+/** Every item of a list, read page by page through a service's `list` (keyset on `id`). */
+async function allPages<T extends { id: string }>(
+  list: (cursor: (string | number)[] | null) => Promise<{ data: T[]; next_cursor: string | null }>,
+): Promise<T[]> {
+  const all: T[] = [];
+  let cursor: (string | number)[] | null = null;
+  for (;;) {
+    const page = await list(cursor);
+    all.push(...page.data);
+    if (!page.next_cursor) return all;
+    cursor = [page.data[page.data.length - 1]?.id ?? ""];
+  }
+}
+
 const orgColumns = [
   { header: "SLUG", value: (o: { slug: string }) => o.slug },
   { header: "NAME", value: (o: { name: string }) => o.name },
@@ -193,15 +209,7 @@ export function adminCommand(): Command {
       .action(async (o: Common & { org: string }) => {
         const keys = await withApp(o, async (app) => {
           const orgRow = await app.accounts.orgs.requireSlug(o.org);
-          const all = [];
-          let cursor: (string | number)[] | null = null;
-          for (;;) {
-            const page = await app.accounts.keys.list(orgRow.id, null, 200, cursor);
-            all.push(...page.data);
-            if (!page.next_cursor) break;
-            cursor = [page.data[page.data.length - 1]?.id ?? ""];
-          }
-          return all;
+          return allPages((cursor) => app.accounts.keys.list(orgRow.id, null, PAGE_SIZE, cursor));
         });
         await printList(o, keys, [
           { header: "ID", value: (k) => k.id },
@@ -235,15 +243,7 @@ export function adminCommand(): Command {
       .action(async (o: Common & { org: string }) => {
         const users = await withApp(o, async (app) => {
           const orgRow = await app.accounts.orgs.requireSlug(o.org);
-          const all = [];
-          let cursor: (string | number)[] | null = null;
-          for (;;) {
-            const page = await app.accounts.users.list(orgRow.id, { limit: 200, cursor });
-            all.push(...page.data);
-            if (!page.next_cursor) break;
-            cursor = [page.data[page.data.length - 1]?.id ?? ""];
-          }
-          return all;
+          return allPages((cursor) => app.accounts.users.list(orgRow.id, { limit: PAGE_SIZE, cursor }));
         });
         await printList(o, users, [
           { header: "EMAIL", value: (u) => u.email },

@@ -1,6 +1,8 @@
 /** SQL for API keys. */
-import type { Db } from "../db/store.ts";
+import type { Db, Store } from "../db/store.ts";
+import type { Role } from "./access.ts";
 import type { ApiKeyTable } from "./api-key.table.ts";
+import type { UserStatus } from "./user.table.ts";
 
 export function findKey(db: Db, orgId: string, id: string): Promise<ApiKeyTable | undefined> {
   return db
@@ -15,8 +17,27 @@ export function findKeyById(db: Db, id: string): Promise<ApiKeyTable | undefined
   return db.selectFrom("api_keys").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
-export function findKeysByPrefix(db: Db, prefix: string): Promise<ApiKeyTable[]> {
-  return db.selectFrom("api_keys").selectAll().where("prefix", "=", prefix).execute();
+/** A key as authentication needs it: its columns and, for an owner-bound key, its user's role and status. */
+export interface KeyWithOwner
+  extends Pick<
+    ApiKeyTable,
+    "id" | "org_id" | "user_id" | "secret_hash" | "scopes" | "expires_at" | "revoked_at"
+  > {
+  role: Role | null;
+  status: UserStatus | null;
+}
+
+/**
+ * The keys with this prefix and their owners, in one prepared statement: every request with an
+ * API key that is not cached runs it, and a Kysely query costs several times as much.
+ */
+export function findKeysWithOwnerByPrefix(store: Store, prefix: string): KeyWithOwner[] {
+  return store.reader
+    .query(
+      `SELECT k.id, k.org_id, k.user_id, k.secret_hash, k.scopes, k.expires_at, k.revoked_at, u.role, u.status
+       FROM api_keys k LEFT JOIN users u ON u.id = k.user_id WHERE k.prefix = ?`,
+    )
+    .all(prefix) as KeyWithOwner[];
 }
 
 export function listKeys(

@@ -3,7 +3,7 @@ import type { Db } from "../db/store.ts";
 import { errors } from "../errors.ts";
 import { toPage } from "../http/pagination.ts";
 import { newId } from "../ids.ts";
-import { DAY } from "../time.ts";
+import { DAY, parseRfc3339 } from "../time.ts";
 import { hasAdminPrivilege, type Principal, type Role, type Scope } from "./access.ts";
 import type { ApiKeyTable } from "./api-key.table.ts";
 import { toApiKey } from "./api-key.ts";
@@ -22,6 +22,17 @@ export interface NewKey {
   service?: boolean;
   /** Epoch ms; undefined means 90 days ahead, null means never. */
   expires_at?: number | null;
+}
+
+/**
+ * `expires_at` as the API takes it (RFC 3339, null for never, absent for the default) in the
+ * form of `NewKey`. The request schema has already checked the format.
+ */
+export function expiresAtFromApi(value: string | null | undefined): number | null | undefined {
+  if (value == null) return value;
+  const ms = parseRfc3339(value);
+  if (ms === null) throw errors.field("expires_at", "must be an RFC 3339 timestamp");
+  return ms;
 }
 
 /** Inserts a key inside the caller's transaction; the clear secret is returned once. */

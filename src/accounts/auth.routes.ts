@@ -1,12 +1,11 @@
 /** `/api/v1/auth/*` and `/api/v1/api-keys`: sessions, sign-up, password reset, API keys. */
 import { Type as T } from "@sinclair/typebox";
-import { errors } from "../errors.ts";
 import { decodeCursor } from "../http/pagination.ts";
 import { publicRoute, type RouteDef, reply, route } from "../http/route.ts";
 import { Email, IdParams, ListOf, listQuery, Name, Strict, Timestamp } from "../http/schema.ts";
-import { parseRfc3339 } from "../time.ts";
 import type { Accounts } from "./accounts.ts";
 import { ApiKey, ApiKeyWithSecret, ScopeSchema } from "./api-key.ts";
+import { expiresAtFromApi } from "./api-keys.service.ts";
 import { MAX_ADMIN_TOKEN_TTL_MS } from "./auth.service.ts";
 
 const Password = T.String({ minLength: 12, maxLength: 256, description: "At least 12 characters." });
@@ -75,7 +74,12 @@ export function authRoutes(accounts: Accounts): RouteDef[] {
         response: { status: 201, schema: TokenResponse },
         secretFields: ["token"],
         handler: async ({ principal, body }) =>
-          reply.created(await auth.mintAdminToken(principal, (body.ttl_seconds ?? 900) * 1000)),
+          reply.created(
+            await auth.mintAdminToken(
+              principal,
+              body.ttl_seconds === undefined ? undefined : body.ttl_seconds * 1000,
+            ),
+          ),
       },
     ),
     route(
@@ -116,19 +120,13 @@ export function authRoutes(accounts: Accounts): RouteDef[] {
         }),
         response: { status: 201, schema: ApiKeyWithSecret },
         secretFields: ["secret"],
-        handler: async ({ principal, body }) => {
-          const expires =
-            body.expires_at === undefined
-              ? undefined
-              : body.expires_at === null
-                ? null
-                : parseRfc3339(body.expires_at);
-          if (expires === undefined && body.expires_at !== undefined)
-            throw errors.field("expires_at", "must be an RFC 3339 timestamp");
-          return reply.created(
-            await keys.create(principal.orgId, principal, { ...body, expires_at: expires }),
-          );
-        },
+        handler: async ({ principal, body }) =>
+          reply.created(
+            await keys.create(principal.orgId, principal, {
+              ...body,
+              expires_at: expiresAtFromApi(body.expires_at),
+            }),
+          ),
       },
     ),
     route(

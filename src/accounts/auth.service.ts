@@ -6,10 +6,11 @@ import { Secret, TOTP } from "otpauth";
 import type { Db } from "../db/store.ts";
 import { AppError, errors } from "../errors.ts";
 import { MINUTE } from "../time.ts";
-import type { Principal, Role, Scope } from "./access.ts";
+import type { Principal, Scope } from "./access.ts";
 import { parseScopes } from "./api-key.ts";
-import { findKeyById, touchKeys } from "./api-keys.repository.ts";
+import { findKeyById, findKeysWithOwnerByPrefix, touchKeys } from "./api-keys.repository.ts";
 import type { AccountsContext } from "./context.ts";
+import { findOrgBySlug } from "./orgs.repository.ts";
 import { API_KEY_PREFIX_LENGTH, looksLikeApiKey, sameHash, sha256 } from "./secrets.ts";
 import type { SessionSigner } from "./sessions.ts";
 import type { UserTable } from "./user.table.ts";
@@ -25,6 +26,8 @@ import {
 
 export const SESSION_TTL_MS = 12 * 60 * MINUTE;
 export const MAX_ADMIN_TOKEN_TTL_MS = 24 * 60 * MINUTE;
+/** The lifetime of an admin JWT when the caller does not ask for one. */
+export const DEFAULT_ADMIN_TOKEN_TTL_MS = 15 * MINUTE;
 const LAST_USED_INTERVAL_MS = MINUTE;
 const LOGIN_FAILURES_ALLOWED = 10;
 const KEY_CACHE_LIMIT = 10_000;
@@ -32,18 +35,6 @@ const LOGIN_FAILURE_WINDOW_MS = 15 * MINUTE;
 
 /** JWT subjects for service-bound keys (tokens minted by `/auth/token` with such a key). */
 const KEY_SUBJECT = "key:";
-
-interface KeyLookupRow {
-  id: string;
-  org_id: string;
-  user_id: string | null;
-  secret_hash: string;
-  scopes: string;
-  expires_at: number | null;
-  revoked_at: number | null;
-  role: Role | null;
-  status: string | null;
-}
 
 export class AuthService {
   private readonly lastUsedWritten = new Map<string, number>();
@@ -97,12 +88,7 @@ export class AuthService {
     hash: string,
     now: number,
   ): { principal: Principal; expiresAt: number | null } | null {
-    const rows = this.ctx.store.reader
-      .query(
-        `SELECT k.id, k.org_id, k.user_id, k.secret_hash, k.scopes, k.expires_at, k.revoked_at, u.role, u.status
-         FROM api_keys k LEFT JOIN users u ON u.id = k.user_id WHERE k.prefix = ?`,
-      )
-      .all(secret.slice(0, API_KEY_PREFIX_LENGTH)) as KeyLookupRow[];
+    const rows = findKeysWithOwnerByPrefix(this.ctx.store, secret.slice(0, API_KEY_PREFIX_LENGTH));
     const row = rows.find((r) => sameHash(r.secret_hash, hash));
     if (!row || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) return null;
     if (row.user_id !== null && (row.role === null || row.status === "suspended")) return null;
@@ -170,8 +156,8 @@ export class AuthService {
     const candidates = await findUsersByEmail(this.ctx.store.read, email);
     let users = candidates.filter((u) => u.status === "active" && u.password_hash && u.mfa_enabled === 1);
     if (input.org !== undefined) {
-      const orgIds = await this.orgIdsForSlug(input.org);
-      users = users.filter((u) => orgIds.has(u.org_id));
+      const org = await findOrgBySlug(this.ctx.store.read, input.org);
+      users = users.filter((u) => u.org_id === org?.id);
     }
     // Password and code both, per user: an answer never confirms a password without its code.
     const matches: UserTable[] = [];
@@ -188,11 +174,6 @@ export class AuthService {
     const now = Date.now();
     await this.ctx.store.write((tx) => updateUser(tx, user.id, { last_login_at: now }));
     return this.issue(user, SESSION_TTL_MS);
-  }
-
-  private async orgIdsForSlug(slug: string): Promise<Set<string>> {
-    const rows = await this.ctx.store.read.selectFrom("orgs").select("id").where("slug", "=", slug).execute();
-    return new Set(rows.map((r) => r.id));
   }
 
   private checkLoginRate(email: string): void {
@@ -280,7 +261,7 @@ export class AuthService {
   }
 
   /** An admin JWT for the principal's user (owner or admin) or service-bound admin key. */
-  async mintAdminToken(principal: Principal, ttlMs: number) {
+  async mintAdminToken(principal: Principal, ttlMs = DEFAULT_ADMIN_TOKEN_TTL_MS) {
     if (principal.userId === null) {
       if (!principal.keyId) throw errors.forbiddenRole();
       const { token, expiresAt } = await this.signer.sign(

@@ -1,20 +1,18 @@
 /** `/api/v1/org`: the caller's organization, its settings, ownership transfer and ingest tokens. */
 import { Type as T } from "@sinclair/typebox";
-import type { Store } from "../db/store.ts";
-import { AppError } from "../errors.ts";
 import { decodeCursor } from "../http/pagination.ts";
 import { type RouteDef, reply, route } from "../http/route.ts";
 import { IdParams, ListOf, listQuery, Name, Strict } from "../http/schema.ts";
 import type { Accounts } from "./accounts.ts";
 import { IngestToken, IngestTokenWithSecret } from "./ingest-token.ts";
 import { Organization } from "./org.ts";
-import { findOrgById } from "./orgs.repository.ts";
+import { settingsEtag } from "./orgs.service.ts";
 import { SettingsDocument, SettingsSchema } from "./settings.ts";
 import { User } from "./user.ts";
 
 const tag = "Organization";
 
-export function orgRoutes(accounts: Accounts, store: Store): RouteDef[] {
+export function orgRoutes(accounts: Accounts): RouteDef[] {
   return [
     route(
       { scope: null, level: "read" },
@@ -53,7 +51,7 @@ export function orgRoutes(accounts: Accounts, store: Store): RouteDef[] {
         response: { status: 200, schema: SettingsDocument },
         handler: async ({ principal }) => {
           const { settings, version } = await accounts.orgs.settings(principal.orgId);
-          return reply.ok(settings, { etag: etag(version) });
+          return reply.ok(settings, { etag: settingsEtag(version) });
         },
       },
     ),
@@ -67,9 +65,12 @@ export function orgRoutes(accounts: Accounts, store: Store): RouteDef[] {
         body: SettingsSchema,
         response: { status: 200, schema: SettingsDocument },
         handler: async ({ principal, body, request }) => {
-          const expected = await expectedVersion(store, principal.orgId, request.headers.get("if-match"));
-          const { settings, version } = await accounts.orgs.putSettings(principal.orgId, body, expected);
-          return reply.ok(settings, { etag: etag(version) });
+          const { settings, version } = await accounts.orgs.putSettings(
+            principal.orgId,
+            body,
+            request.headers.get("if-match"),
+          );
+          return reply.ok(settings, { etag: settingsEtag(version) });
         },
       },
     ),
@@ -135,19 +136,4 @@ export function orgRoutes(accounts: Accounts, store: Store): RouteDef[] {
       },
     ),
   ];
-}
-
-function etag(version: number): string {
-  return `"${version}"`;
-}
-
-/** The settings version an `If-Match` header expects; 412 at once when it is already stale. */
-async function expectedVersion(store: Store, orgId: string, ifMatch: string | null): Promise<number | null> {
-  if (ifMatch === null || ifMatch.trim() === "*") return null;
-  const org = await findOrgById(store.read, orgId);
-  const wanted = ifMatch.split(",").map((tag) => tag.trim().replace(/^W\//, ""));
-  if (!org || !wanted.includes(etag(org.settings_version))) {
-    throw new AppError("precondition_failed", "The settings changed since you read them; read them again.");
-  }
-  return org.settings_version;
 }

@@ -1,5 +1,6 @@
 /** Organizations: creation with their owner, rename, plan and slug, settings, ownership transfer. */
 import { AppError, errors } from "../errors.ts";
+import { isEmail } from "../http/schema.ts";
 import { newId } from "../ids.ts";
 import { SCOPES } from "./access.ts";
 import { insertApiKey } from "./api-keys.service.ts";
@@ -19,8 +20,7 @@ import {
   updateSettingsIfVersion,
 } from "./orgs.repository.ts";
 import { type Settings, type SettingsInput, withDefaults } from "./settings.ts";
-import type { UserTable } from "./user.table.ts";
-import { normalizeEmail, toUser } from "./user.ts";
+import { newUserRow, normalizeEmail, toUser } from "./user.ts";
 import { findOwner, findUser, insertUser, updateUser } from "./users.repository.ts";
 import { type InviteService, withTeams } from "./users.service.ts";
 
@@ -45,7 +45,7 @@ export class OrgService {
     if (!isSlug(input.slug)) throw errors.field("slug", "must be 1-40 lowercase letters, digits or dashes");
     if (!input.name.trim()) throw errors.field("name", "must not be empty");
     const email = normalizeEmail(input.ownerEmail);
-    if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw errors.field("owner_email", "must be an email address");
+    if (!isEmail(email)) throw errors.field("owner_email", "must be an email address");
     return this.ctx.store.write(async (tx) => {
       if (options.onlyIfEmpty && (await countOrgs(tx)) > 0) {
         throw new AppError("conflict", "The database already has an organization.");
@@ -64,25 +64,7 @@ export class OrgService {
         updated_at: now,
       };
       await insertOrg(tx, org);
-      const owner: UserTable = {
-        id: newId("usr"),
-        org_id: org.id,
-        email,
-        name: "",
-        role: "owner",
-        status: "invited",
-        signed_up_at: null,
-        password_hash: null,
-        totp_secret: null,
-        mfa_enabled: 0,
-        session_version: 1,
-        invite_token_hash: null,
-        invite_expires_at: null,
-        reset_token_hash: null,
-        reset_expires_at: null,
-        created_at: now,
-        last_login_at: null,
-      };
+      const owner = newUserRow({ orgId: org.id, email, name: "", role: "owner", now });
       await insertUser(tx, owner);
       await this.invites.issue(tx, org, owner, now);
       const apiKey = await insertApiKey(
@@ -169,8 +151,13 @@ export class OrgService {
     };
   }
 
-  /** Replaces the settings document; `expectedVersion` (from If-Match) guards lost updates. */
-  async putSettings(orgId: string, input: SettingsInput, expectedVersion: number | null) {
+  /**
+   * Replaces the settings document. An `If-Match` header (`*` or absent: no condition) guards
+   * lost updates: 412 at once when it names no current version, and again if the settings
+   * change between that read and the write.
+   */
+  async putSettings(orgId: string, input: SettingsInput, ifMatch: string | null) {
+    const expectedVersion = await this.expectedSettingsVersion(orgId, ifMatch);
     const settings = withDefaults(input);
     this.checkSettings(settings);
     await this.ctx.store.write(async (tx) => {
@@ -182,13 +169,19 @@ export class OrgService {
         Date.now(),
       );
       if (!changed) {
-        throw new AppError(
-          "precondition_failed",
-          "The settings changed since you read them; read them again.",
-        );
+        throw settingsChanged();
       }
     });
     return this.settings(orgId);
+  }
+
+  /** The settings version an `If-Match` header expects, or null for no condition. */
+  private async expectedSettingsVersion(orgId: string, ifMatch: string | null): Promise<number | null> {
+    if (ifMatch === null || ifMatch.trim() === "*") return null;
+    const org = await findOrgById(this.ctx.store.read, orgId);
+    const wanted = ifMatch.split(",").map((tag) => tag.trim().replace(/^W\//, ""));
+    if (!org || !wanted.includes(settingsEtag(org.settings_version))) throw settingsChanged();
+    return org.settings_version;
   }
 
   private checkSettings(settings: Settings): void {
@@ -235,6 +228,15 @@ export class OrgService {
       return { previous_owner: previous, new_owner: current };
     });
   }
+}
+
+/** The ETag of a settings document: its version, quoted. */
+export function settingsEtag(version: number): string {
+  return `"${version}"`;
+}
+
+function settingsChanged(): AppError {
+  return new AppError("precondition_failed", "The settings changed since you read them; read them again.");
 }
 
 /** OIDC issuers must be https, except on loopback hosts (DESIGN §6). */

@@ -4,13 +4,10 @@
  */
 import type { Elysia } from "elysia";
 import { AppError } from "../errors.ts";
+import { escapeHtml } from "../html.ts";
 import type { AuthService } from "./auth.service.ts";
 
 const HTML_TYPE = "text/html; charset=utf-8";
-
-function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
 
 function page(title: string, body: string, status = 200): Response {
   const html = `<!doctype html>

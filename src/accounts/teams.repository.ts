@@ -40,6 +40,18 @@ export async function existingTeamIds(db: Db, orgId: string, ids: string[]): Pro
   return rows.map((r) => r.id);
 }
 
+/** Which of `teamIds` the user is a member of. */
+export async function teamIdsOfMember(db: Db, userId: string, teamIds: string[]): Promise<string[]> {
+  if (teamIds.length === 0) return [];
+  const rows = await db
+    .selectFrom("team_members")
+    .select("team_id")
+    .where("user_id", "=", userId)
+    .where("team_id", "in", teamIds)
+    .execute();
+  return rows.map((r) => r.team_id);
+}
+
 export async function memberIdsByTeam(db: Db, teamIds: string[]): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>(teamIds.map((id) => [id, []]));
   if (teamIds.length === 0) return out;

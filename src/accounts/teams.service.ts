@@ -2,7 +2,7 @@
 import type { Db } from "../db/store.ts";
 import { AppError, errors } from "../errors.ts";
 import { toPage } from "../http/pagination.ts";
-import { newId } from "../ids.ts";
+import { firstUnknownId, newId } from "../ids.ts";
 import type { AccountsContext } from "./context.ts";
 import { toTeam } from "./team.ts";
 import {
@@ -89,7 +89,6 @@ async function checkUnique(db: Db, orgId: string, name: string, selfId: string |
 }
 
 async function checkMembers(db: Db, orgId: string, userIds: string[]) {
-  const found = new Set(await existingUserIds(db, orgId, [...new Set(userIds)]));
-  const index = userIds.findIndex((id) => !found.has(id));
+  const index = await firstUnknownId(userIds, (unique) => existingUserIds(db, orgId, unique));
   if (index !== -1) throw errors.field(`member_ids.${index}`, "does not name a user of this organization");
 }

@@ -63,14 +63,17 @@ export function listUsers(db: Db, orgId: string, filter: UserFilter): Promise<Us
     .execute();
 }
 
-export async function existingUserIds(db: Db, orgId: string, ids: string[]): Promise<string[]> {
+/** Which of `ids` name users of the org (with `excludeSuspended`, users who are not suspended). */
+export async function existingUserIds(
+  db: Db,
+  orgId: string,
+  ids: string[],
+  options: { excludeSuspended?: boolean } = {},
+): Promise<string[]> {
   if (ids.length === 0) return [];
-  const rows = await db
-    .selectFrom("users")
-    .select("id")
-    .where("org_id", "=", orgId)
-    .where("id", "in", ids)
-    .execute();
+  let query = db.selectFrom("users").select("id").where("org_id", "=", orgId).where("id", "in", ids);
+  if (options.excludeSuspended) query = query.where("status", "!=", "suspended");
+  const rows = await query.execute();
   return rows.map((r) => r.id);
 }
 

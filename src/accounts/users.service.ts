@@ -2,7 +2,6 @@
 import type { Db } from "../db/store.ts";
 import { AppError, errors } from "../errors.ts";
 import { toPage } from "../http/pagination.ts";
-import { newId } from "../ids.ts";
 import { enqueueEmail } from "../mail/outbox.ts";
 import { inviteEmail, resetEmail } from "../mail/templates.ts";
 import { userReferences } from "../schedules/schedules.repository.ts";
@@ -13,9 +12,9 @@ import type { AccountsContext } from "./context.ts";
 import type { OrgTable } from "./org.table.ts";
 import { findOrgById } from "./orgs.repository.ts";
 import { newLinkToken } from "./secrets.ts";
-import { existingTeamIds } from "./teams.repository.ts";
+import { checkTeamIds } from "./team-access.ts";
 import type { UserStatus, UserTable } from "./user.table.ts";
-import { normalizeEmail, toUser } from "./user.ts";
+import { newUserRow, normalizeEmail, toUser } from "./user.ts";
 import {
   bumpSessionVersion,
   deleteUser,
@@ -121,27 +120,9 @@ export class UserService {
       if (await findUserByEmail(tx, orgId, email)) {
         throw new AppError("conflict", `A user with the email '${email}' already exists.`);
       }
-      await checkTeams(tx, orgId, input.team_ids ?? []);
+      await checkTeamIds(tx, orgId, input.team_ids ?? []);
       const now = Date.now();
-      const row: UserTable = {
-        id: newId("usr"),
-        org_id: orgId,
-        email,
-        name: input.name?.trim() ?? "",
-        role: input.role,
-        status: "invited",
-        signed_up_at: null,
-        password_hash: null,
-        totp_secret: null,
-        mfa_enabled: 0,
-        session_version: 1,
-        invite_token_hash: null,
-        invite_expires_at: null,
-        reset_token_hash: null,
-        reset_expires_at: null,
-        created_at: now,
-        last_login_at: null,
-      };
+      const row = newUserRow({ orgId, email, name: input.name?.trim() ?? "", role: input.role, now });
       const teamIds = [...new Set(input.team_ids ?? [])].sort();
       await insertUser(tx, row);
       await setUserTeams(tx, row.id, teamIds);
@@ -178,7 +159,7 @@ export class UserService {
       }
       if (Object.keys(set).length > 0) await updateUser(tx, id, set);
       if (changes.team_ids !== undefined) {
-        await checkTeams(tx, orgId, changes.team_ids);
+        await checkTeamIds(tx, orgId, changes.team_ids);
         await setUserTeams(tx, id, [...new Set(changes.team_ids)]);
       }
     });
@@ -260,11 +241,4 @@ export class UserService {
       return this.invites.issue(tx, org, user);
     });
   }
-}
-
-async function checkTeams(db: Db, orgId: string, teamIds: string[]): Promise<void> {
-  const unique = [...new Set(teamIds)];
-  const found = new Set(await existingTeamIds(db, orgId, unique));
-  const index = teamIds.findIndex((id) => !found.has(id));
-  if (index !== -1) throw errors.field(`team_ids.${index}`, "does not name a team of this organization");
 }

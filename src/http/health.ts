@@ -2,9 +2,8 @@
 import type { Elysia } from "elysia";
 import { schemaVersion } from "../db/migrate.ts";
 import { LATEST_SCHEMA_VERSION } from "../db/migrations.ts";
+import { JSON_TYPE } from "./route.ts";
 import type { HttpDeps } from "./server.ts";
-
-const JSON_TYPE = "application/json; charset=utf-8";
 
 export function healthRoutes(app: Elysia, deps: HttpDeps): void {
   app.get("/healthz", () => new Response('{"status":"ok"}', { headers: { "content-type": JSON_TYPE } }));
@@ -26,8 +25,8 @@ export function healthRoutes(app: Elysia, deps: HttpDeps): void {
   });
   app.get(
     "/metrics",
-    () =>
-      new Response(deps.metrics.render(), {
+    async () =>
+      new Response(await deps.metrics.render(), {
         headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
       }),
   );

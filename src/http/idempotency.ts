@@ -8,6 +8,11 @@ import { sha256 } from "../accounts/secrets.ts";
 import type { Db, Store } from "../db/store.ts";
 import { AppError, errors } from "../errors.ts";
 import { DAY } from "../time.ts";
+import {
+  deleteIdempotencyRecords,
+  findIdempotencyRecord,
+  upsertIdempotencyRecord,
+} from "./idempotency.repository.ts";
 import type { Reply } from "./route.ts";
 
 export const IDEMPOTENCY_TTL_MS = DAY;
@@ -29,13 +34,7 @@ export class Idempotency {
 
   /** A stored reply for this key, or null when the request should run (and is now in flight). */
   async begin(principal: string, key: string, requestHash: string): Promise<Reply | null> {
-    const row = await this.store.read
-      .selectFrom("idempotency_records")
-      .selectAll()
-      .where("principal", "=", principal)
-      .where("idempotency_key", "=", key)
-      .where("created_at", ">", Date.now() - IDEMPOTENCY_TTL_MS)
-      .executeTakeFirst();
+    const row = await findIdempotencyRecord(this.store.read, principal, key, Date.now() - IDEMPOTENCY_TTL_MS);
     if (row) {
       if (row.request_hash !== requestHash) {
         throw new AppError("idempotency_conflict", "This Idempotency-Key was used with a different request.");
@@ -61,25 +60,14 @@ export class Idempotency {
     if (!result || result.status >= 300) return;
     const body = stripFields(result.body, secretFields);
     await this.store.write((tx) =>
-      tx
-        .insertInto("idempotency_records")
-        .values({
-          principal,
-          idempotency_key: key,
-          request_hash: requestHash,
-          status: result.status,
-          body: JSON.stringify(body ?? null),
-          created_at: Date.now(),
-        })
-        .onConflict((oc) =>
-          oc.columns(["principal", "idempotency_key"]).doUpdateSet((eb) => ({
-            request_hash: eb.ref("excluded.request_hash"),
-            status: eb.ref("excluded.status"),
-            body: eb.ref("excluded.body"),
-            created_at: eb.ref("excluded.created_at"),
-          })),
-        )
-        .execute(),
+      upsertIdempotencyRecord(tx, {
+        principal,
+        idempotency_key: key,
+        request_hash: requestHash,
+        status: result.status,
+        body: JSON.stringify(body ?? null),
+        created_at: Date.now(),
+      }),
     );
   }
 }
@@ -92,10 +80,6 @@ function stripFields(body: unknown, fields: string[]): unknown {
 }
 
 /** Forgets records older than 24 hours. */
-export async function pruneIdempotency(db: Db, now: number): Promise<number> {
-  const result = await db
-    .deleteFrom("idempotency_records")
-    .where("created_at", "<=", now - IDEMPOTENCY_TTL_MS)
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
+export function pruneIdempotency(db: Db, now: number): Promise<number> {
+  return deleteIdempotencyRecords(db, now - IDEMPOTENCY_TTL_MS);
 }

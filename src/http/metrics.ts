@@ -15,7 +15,8 @@ export type GaugeSample = { labels: Record<string, string>; value: number };
 export interface GaugeSource {
   name: string;
   help: string;
-  read: () => GaugeSample[];
+  /** Called at each scrape. */
+  read: () => GaugeSample[] | Promise<GaugeSample[]>;
 }
 
 export class Metrics {
@@ -43,7 +44,7 @@ export class Metrics {
     this.gauges.push(source);
   }
 
-  render(): string {
+  async render(): Promise<string> {
     const lines: string[] = [
       "# HELP svc_http_requests_total HTTP requests answered, by route and status.",
       "# TYPE svc_http_requests_total counter",
@@ -71,7 +72,8 @@ export class Metrics {
     }
     for (const gauge of this.gauges) {
       lines.push(`# HELP ${gauge.name} ${gauge.help}`, `# TYPE ${gauge.name} gauge`);
-      for (const sample of gauge.read()) lines.push(`${gauge.name}${labels(sample.labels)} ${sample.value}`);
+      for (const sample of await gauge.read())
+        lines.push(`${gauge.name}${labels(sample.labels)} ${sample.value}`);
     }
     return `${lines.join("\n")}\n`;
   }

@@ -9,6 +9,9 @@ import { Value } from "@sinclair/typebox/value";
 import type { AccessLevel, Principal, Scope } from "../accounts/access.ts";
 import { AppError, errors, type FieldProblem } from "../errors.ts";
 
+/** The content type of every JSON response. */
+export const JSON_TYPE = "application/json; charset=utf-8";
+
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 export interface Reply {
@@ -113,16 +116,20 @@ export function publicRoute<
   return build("public", options);
 }
 
-/** Validates `value` against a compiled schema and lists every problem by field path. */
-export function check<S extends TSchema>(checker: TypeCheck<S>, value: unknown): Static<S> {
+/**
+ * Validates `value` against a compiled schema and lists every problem by field path; `prefix`
+ * names where a nested value sits in the body (`config` for a channel's config).
+ */
+export function check<S extends TSchema>(checker: TypeCheck<S>, value: unknown, prefix?: string): Static<S> {
   if (checker.Check(value)) return value;
   const seen = new Set<string>();
   const fields: FieldProblem[] = [];
   for (const e of checker.Errors(value)) {
-    const path = e.path.slice(1).replaceAll("/", ".");
+    const inner = e.path.slice(1).replaceAll("/", ".");
+    const path = prefix ? (inner ? `${prefix}.${inner}` : prefix) : inner || "body";
     if (seen.has(path)) continue;
     seen.add(path);
-    fields.push({ path: path || "body", problem: describe(e.message, e.schema) });
+    fields.push({ path, problem: describe(e.message, e.schema) });
   }
   throw errors.validation(fields);
 }

@@ -7,7 +7,12 @@ import type { IdPrefix } from "../ids.ts";
 import { parseRfc3339 } from "../time.ts";
 
 FormatRegistry.Set("date-time", (value) => parseRfc3339(value) !== null);
-FormatRegistry.Set("email", (value) => /^[^\s@]+@[^\s@]+$/.test(value) && value.length <= 254);
+FormatRegistry.Set("email", (value) => isEmail(value) && value.length <= 254);
+
+/** The email shape svc accepts: something, `@`, something, without blanks. */
+export function isEmail(value: string): boolean {
+  return /^[^\s@]+@[^\s@]+$/.test(value);
+}
 
 /** A timestamp in (RFC 3339, any offset) or out (UTC, milliseconds, `Z`). */
 export const Timestamp = (options: { description?: string } = {}) =>

@@ -20,7 +20,7 @@ import { healthRoutes } from "./health.ts";
 import { Idempotency } from "./idempotency.ts";
 import type { Metrics } from "./metrics.ts";
 import { openApiDocument } from "./openapi.ts";
-import { check, checkQuery, type Reply, type RouteDef, readBody } from "./route.ts";
+import { check, checkQuery, JSON_TYPE, type Reply, type RouteDef, readBody } from "./route.ts";
 
 export interface HttpDeps {
   config: Config;
@@ -35,11 +35,9 @@ export interface HttpDeps {
   isReady: () => boolean;
 }
 
-const JSON_TYPE = "application/json; charset=utf-8";
-
 export function routes(deps: HttpDeps): RouteDef[] {
   return [
-    ...orgRoutes(deps.accounts, deps.store),
+    ...orgRoutes(deps.accounts),
     ...userRoutes(deps.accounts),
     ...authRoutes(deps.accounts),
     ...scheduleRoutes(deps.schedules),

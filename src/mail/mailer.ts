@@ -8,7 +8,7 @@ import type { Config } from "../config.ts";
 import type { Store } from "../db/store.ts";
 import type { Logger } from "../log.ts";
 import { MINUTE } from "../time.ts";
-import { dueEmails, markFailed, markSent } from "./outbox.ts";
+import { dueEmails, leaseEmails, markFailed, markSent } from "./outbox.ts";
 
 const MAX_ATTEMPTS = 8;
 const LEASE_MS = 5 * MINUTE;
@@ -48,17 +48,11 @@ export class Mailer {
     if (!this.enabled) return;
     const due = await this.store.write(async (tx) => {
       const rows = await dueEmails(tx, now, BATCH);
-      if (rows.length > 0) {
-        await tx
-          .updateTable("email_outbox")
-          .set({ next_attempt_at: now + LEASE_MS })
-          .where(
-            "id",
-            "in",
-            rows.map((r) => r.id),
-          )
-          .execute();
-      }
+      await leaseEmails(
+        tx,
+        rows.map((r) => r.id),
+        now + LEASE_MS,
+      );
       return rows;
     });
     for (const email of due) {

@@ -48,6 +48,12 @@ export function dueEmails(db: Db, now: number, limit: number): Promise<EmailOutb
     .execute();
 }
 
+/** Pushes the next attempt of these messages out to `until`, so that a crash mid-send retries them. */
+export async function leaseEmails(db: Db, ids: string[], until: number): Promise<void> {
+  if (ids.length === 0) return;
+  await db.updateTable("email_outbox").set({ next_attempt_at: until }).where("id", "in", ids).execute();
+}
+
 export async function markSent(db: Db, id: string, now: number): Promise<void> {
   await db
     .updateTable("email_outbox")

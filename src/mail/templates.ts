@@ -1,9 +1,6 @@
 /** The text and HTML of the emails svc sends about accounts. */
+import { escapeHtml } from "../html.ts";
 import type { Email } from "./outbox.ts";
-
-function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
 
 function message(
   orgId: string,

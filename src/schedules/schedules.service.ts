@@ -3,6 +3,7 @@ import type { Principal } from "../accounts/access.ts";
 import type { AccountsContext } from "../accounts/context.ts";
 import { newLinkToken, sha256 } from "../accounts/secrets.ts";
 import { checkTeamExists, checkTeamWrite } from "../accounts/team-access.ts";
+import { existingUserIds, findUser } from "../accounts/users.repository.ts";
 import type { Db } from "../db/store.ts";
 import { AppError, errors } from "../errors.ts";
 import { toPage } from "../http/pagination.ts";
@@ -267,12 +268,7 @@ export class ScheduleService {
       const row = await this.require(tx, orgId, scheduleId);
       await checkTeamWrite(tx, principal, [row.team_id]);
       if (input.end_at <= input.start_at) throw errors.field("end_at", "must be after start_at");
-      const user = await tx
-        .selectFrom("users")
-        .select(["id", "status"])
-        .where("org_id", "=", orgId)
-        .where("id", "=", input.user_id)
-        .executeTakeFirst();
+      const user = await findUser(tx, orgId, input.user_id);
       if (!user || user.status === "suspended") {
         throw errors.field("user_id", "must name an active or invited user of this organization");
       }
@@ -374,14 +370,7 @@ function checkZone(zone: string): string {
 async function checkParticipants(db: Db, orgId: string, layers: StoredLayer[]): Promise<void> {
   const ids = [...new Set(layers.flatMap((l) => l.participants))];
   if (ids.length === 0) return;
-  const rows = await db
-    .selectFrom("users")
-    .select("id")
-    .where("org_id", "=", orgId)
-    .where("id", "in", ids)
-    .where("status", "!=", "suspended")
-    .execute();
-  const ok = new Set(rows.map((r) => r.id));
+  const ok = new Set(await existingUserIds(db, orgId, ids, { excludeSuspended: true }));
   layers.forEach((layer, i) => {
     const j = layer.participants.findIndex((p) => !ok.has(p));
     if (j !== -1) {
