@@ -4,7 +4,7 @@
  */
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Accounts, createAccounts } from "./accounts/accounts.ts";
+import type { Accounts } from "./accounts/accounts.ts";
 import { liveKeys } from "./accounts/api-keys.repository.ts";
 import type { AccountsContext } from "./accounts/context.ts";
 import { countOrgs } from "./accounts/orgs.repository.ts";
@@ -19,7 +19,7 @@ import type { Logger } from "./log.ts";
 import { Mailer } from "./mail/mailer.ts";
 import { pendingEmailCount } from "./mail/outbox.ts";
 import { Scheduler } from "./scheduler.ts";
-import { ScheduleService } from "./schedules/schedules.service.ts";
+import { createServices, type Services } from "./services.ts";
 import { DAY, HOUR } from "./time.ts";
 
 export const INITIAL_KEY_FILE = "initial-admin-key";
@@ -44,8 +44,7 @@ export class App {
     private readonly ctx: AccountsContext,
     readonly log: Logger,
     readonly store: Store,
-    readonly accounts: Accounts,
-    readonly schedules: ScheduleService,
+    readonly services: Services,
     readonly schemaVersion: number,
   ) {}
 
@@ -56,11 +55,15 @@ export class App {
       const version = migrate(store.writer);
       const signer = await SessionSigner.load(config.data_dir);
       const ctx: AccountsContext = { store, config, log };
-      return new App(ctx, log, store, createAccounts(ctx, signer), new ScheduleService(ctx), version);
+      return new App(ctx, log, store, createServices(ctx, signer), version);
     } catch (error) {
       await store.close();
       throw error;
     }
+  }
+
+  get accounts(): Accounts {
+    return this.services.accounts;
   }
 
   get config(): Config {
@@ -111,8 +114,7 @@ export class App {
     this.server = createHttpApp({
       config: this.config,
       store: this.store,
-      accounts: this.accounts,
-      schedules: this.schedules,
+      ...this.services,
       metrics: this.metrics,
       log: this.log,
       baseUrl: () => this.ctx.config.base_url,

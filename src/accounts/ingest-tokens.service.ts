@@ -3,6 +3,7 @@ import type { Db } from "../db/store.ts";
 import { errors } from "../errors.ts";
 import { toPage } from "../http/pagination.ts";
 import { newId } from "../ids.ts";
+import { findChannel } from "../notifications/channels.repository.ts";
 import type { AccountsContext } from "./context.ts";
 import type { IngestTokenTable } from "./ingest-token.table.ts";
 import { toIngestToken } from "./ingest-token.ts";
@@ -23,8 +24,10 @@ export async function insertIngestToken(
   now = Date.now(),
 ) {
   if (input.channel_id) {
-    // Notification channels arrive with the alerting pipeline; until then no id can match.
-    throw errors.field("channel_id", "does not name a cloudevents channel of this organization");
+    const channel = await findChannel(db, org.id, input.channel_id);
+    if (channel?.type !== "cloudevents") {
+      throw errors.field("channel_id", "does not name a cloudevents channel of this organization");
+    }
   }
   const secret = newIngestToken(org.slug);
   const row: IngestTokenTable = {
@@ -33,7 +36,7 @@ export async function insertIngestToken(
     name: input.name,
     prefix: secret.prefix,
     token_hash: secret.hash,
-    channel_id: null,
+    channel_id: input.channel_id ?? null,
     revoked_at: null,
     created_at: now,
   };

@@ -1,7 +1,8 @@
 /** Organizations: creation with their owner, rename, plan and slug, settings, ownership transfer. */
 import { AppError, errors } from "../errors.ts";
 import { isEmail } from "../http/schema.ts";
-import { newId } from "../ids.ts";
+import { firstUnknownId, newId } from "../ids.ts";
+import { findChannels } from "../notifications/channels.repository.ts";
 import { SCOPES } from "./access.ts";
 import { insertApiKey } from "./api-keys.service.ts";
 import type { AccountsContext } from "./context.ts";
@@ -161,6 +162,17 @@ export class OrgService {
     const settings = withDefaults(input);
     this.checkSettings(settings);
     await this.ctx.store.write(async (tx) => {
+      for (const field of ["default_channel_ids", "incident_channel_ids"] as const) {
+        const unknown = await firstUnknownId(settings.notifications[field], async (ids) =>
+          (await findChannels(tx, orgId, ids)).map((c) => c.id),
+        );
+        if (unknown !== -1) {
+          throw errors.field(
+            `notifications.${field}.${unknown}`,
+            "does not name a notification channel of this organization",
+          );
+        }
+      }
       const changed = await updateSettingsIfVersion(
         tx,
         orgId,
@@ -185,16 +197,7 @@ export class OrgService {
   }
 
   private checkSettings(settings: Settings): void {
-    const { notifications, retention, sso, cloudevents } = settings;
-    for (const field of ["default_channel_ids", "incident_channel_ids"] as const) {
-      // Notification channels arrive with the alerting pipeline; until then no id can match.
-      if (notifications[field].length > 0) {
-        throw errors.field(
-          `notifications.${field}.0`,
-          "does not name a notification channel of this organization",
-        );
-      }
-    }
+    const { retention, sso, cloudevents } = settings;
     const maxEvents = this.ctx.config.retention.events_days;
     if (retention.events_days !== null && retention.events_days > maxEvents) {
       throw errors.field("retention.events_days", `may shorten retention only (at most ${maxEvents})`);

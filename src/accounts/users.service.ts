@@ -1,6 +1,7 @@
 /** Users: invitations, roles and status, deletion, and password-reset requests. */
 import type { Db } from "../db/store.ts";
 import { AppError, errors } from "../errors.ts";
+import { policiesTargeting } from "../escalation/policies.repository.ts";
 import { toPage } from "../http/pagination.ts";
 import { enqueueEmail } from "../mail/outbox.ts";
 import { inviteEmail, resetEmail } from "../mail/templates.ts";
@@ -186,11 +187,14 @@ export class UserService {
       if (!user) throw errors.notFound("User");
       if (user.role === "owner")
         throw new AppError("owner_protected", "The owner cannot be deleted; transfer ownership first.");
-      const references = await userReferences(tx, id, Date.now());
-      if (references.schedule_ids.length > 0 || references.override_ids.length > 0) {
+      const references = {
+        ...(await userReferences(tx, id, Date.now())),
+        policy_ids: await policiesTargeting(tx, "user", id),
+      };
+      if (Object.values(references).some((ids) => ids.length > 0)) {
         throw new AppError(
           "user_in_use",
-          "This user is still named in a schedule or a future override; take them out first.",
+          "This user is still named in a schedule, a future override or an escalation policy; take them out first.",
           references,
         );
       }

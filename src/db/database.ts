@@ -4,8 +4,13 @@ import type { IngestTokenTable } from "../accounts/ingest-token.table.ts";
 import type { OrgTable } from "../accounts/org.table.ts";
 import type { TeamMemberTable, TeamTable } from "../accounts/team.table.ts";
 import type { UserTable } from "../accounts/user.table.ts";
+import type { AlertTable, AlertTimelineTable } from "../alerts/alert.table.ts";
+import type { EscalationPolicyTable, EscalationPolicyTargetTable } from "../escalation/policy.table.ts";
+import type { EventTable } from "../events/event.table.ts";
 import type { IdempotencyRecordTable } from "../http/idempotency.table.ts";
 import type { EmailOutboxTable } from "../mail/email.table.ts";
+import type { MonitorTable } from "../monitors/monitor.table.ts";
+import type { NotificationChannelTable, NotificationDeliveryTable } from "../notifications/channel.table.ts";
 import type {
   ScheduleOverrideTable,
   ScheduleParticipantTable,
@@ -24,4 +29,12 @@ export interface Database {
   schedules: ScheduleTable;
   schedule_participants: ScheduleParticipantTable;
   schedule_overrides: ScheduleOverrideTable;
+  notification_channels: NotificationChannelTable;
+  notification_deliveries: NotificationDeliveryTable;
+  escalation_policies: EscalationPolicyTable;
+  escalation_policy_targets: EscalationPolicyTargetTable;
+  monitors: MonitorTable;
+  alerts: AlertTable;
+  alert_timeline: AlertTimelineTable;
+  events: EventTable;
 }

@@ -4,6 +4,7 @@
  */
 import accounts from "../../migrations/0001_accounts.sql" with { type: "text" };
 import schedules from "../../migrations/0002_schedules.sql" with { type: "text" };
+import alerting from "../../migrations/0003_alerting.sql" with { type: "text" };
 
 export interface Migration {
   version: number;
@@ -14,6 +15,7 @@ export interface Migration {
 export const migrations: readonly Migration[] = [
   { version: 1, name: "0001_accounts", sql: accounts },
   { version: 2, name: "0002_schedules", sql: schedules },
+  { version: 3, name: "0003_alerting", sql: alerting },
 ];
 
 export const LATEST_SCHEMA_VERSION = migrations[migrations.length - 1]?.version ?? 0;

@@ -5,7 +5,6 @@
  */
 import { Elysia } from "elysia";
 import { authorize } from "../accounts/access.ts";
-import type { Accounts } from "../accounts/accounts.ts";
 import { authRoutes } from "../accounts/auth.routes.ts";
 import { orgRoutes } from "../accounts/org.routes.ts";
 import { signupPages } from "../accounts/signup.pages.ts";
@@ -13,20 +12,21 @@ import { userRoutes } from "../accounts/users.routes.ts";
 import type { Config } from "../config.ts";
 import type { Store } from "../db/store.ts";
 import { AppError, errorBody } from "../errors.ts";
+import { policyRoutes } from "../escalation/policies.routes.ts";
 import { type Logger, redactPath } from "../log.ts";
+import { monitorRoutes } from "../monitors/monitors.routes.ts";
+import { channelRoutes } from "../notifications/channels.routes.ts";
 import { scheduleRoutes } from "../schedules/schedules.routes.ts";
-import type { ScheduleService } from "../schedules/schedules.service.ts";
+import type { Services } from "../services.ts";
 import { healthRoutes } from "./health.ts";
 import { Idempotency } from "./idempotency.ts";
 import type { Metrics } from "./metrics.ts";
 import { openApiDocument } from "./openapi.ts";
 import { check, checkQuery, JSON_TYPE, type Reply, type RouteDef, readBody } from "./route.ts";
 
-export interface HttpDeps {
+export interface HttpDeps extends Services {
   config: Config;
   store: Store;
-  accounts: Accounts;
-  schedules: ScheduleService;
   metrics: Metrics;
   log: Logger;
   /** The public base URL (final once the server is bound). */
@@ -41,6 +41,9 @@ export function routes(deps: HttpDeps): RouteDef[] {
     ...userRoutes(deps.accounts),
     ...authRoutes(deps.accounts),
     ...scheduleRoutes(deps.schedules),
+    ...channelRoutes(deps.channels),
+    ...policyRoutes(deps.policies),
+    ...monitorRoutes(deps.monitors),
   ];
 }
 

@@ -6,6 +6,7 @@ import { checkTeamExists, checkTeamWrite } from "../accounts/team-access.ts";
 import { existingUserIds, findUser } from "../accounts/users.repository.ts";
 import type { Db } from "../db/store.ts";
 import { AppError, errors } from "../errors.ts";
+import { policiesTargeting } from "../escalation/policies.repository.ts";
 import { toPage } from "../http/pagination.ts";
 import { newId } from "../ids.ts";
 import { DAY, iso } from "../time.ts";
@@ -151,6 +152,12 @@ export class ScheduleService {
     await this.ctx.store.write(async (tx) => {
       const row = await this.require(tx, orgId, id);
       await checkTeamWrite(tx, principal, [row.team_id]);
+      const policyIds = await policiesTargeting(tx, "schedule", id);
+      if (policyIds.length > 0) {
+        throw new AppError("schedule_in_use", "Escalation policies still name this schedule.", {
+          policy_ids: policyIds,
+        });
+      }
       await deleteSchedule(tx, id);
     });
   }

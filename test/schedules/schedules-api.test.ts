@@ -1661,7 +1661,7 @@ describe("user_in_use", () => {
 
     const both = await admin.delete(`/api/v1/users/${pat}`);
     expectError(both, 409, "user_in_use");
-    expect(both.body.error.details).toEqual({ schedule_ids: [schedule.id], override_ids: [future.id] });
+    expect(both.body.error.details).toEqual({ schedule_ids: [schedule.id], override_ids: [future.id], policy_ids: [] });
 
     // Out of the layers: only the override is left.
     const patched = await admin.patch(`/api/v1/schedules/${schedule.id}`, {
@@ -1670,7 +1670,7 @@ describe("user_in_use", () => {
     expect(patched.status).toBe(200);
     const overrideOnly = await admin.delete(`/api/v1/users/${pat}`);
     expectError(overrideOnly, 409, "user_in_use");
-    expect(overrideOnly.body.error.details).toEqual({ schedule_ids: [], override_ids: [future.id] });
+    expect(overrideOnly.body.error.details).toEqual({ schedule_ids: [], override_ids: [future.id], policy_ids: [] });
     expect((await admin.get(`/api/v1/users/${pat}`)).status).toBe(200);
 
     expect((await admin.delete(`/api/v1/schedules/${elsewhere}/overrides/${future.id}`)).status).toBe(204);
@@ -1691,7 +1691,7 @@ describe("user_in_use", () => {
       });
       const blocked = await admin.delete(`/api/v1/users/${quinn}`);
       expectError(blocked, 409, "user_in_use");
-      expect(blocked.body.error.details).toEqual({ schedule_ids: [], override_ids: [o.id] });
+      expect(blocked.body.error.details).toEqual({ schedule_ids: [], override_ids: [o.id], policy_ids: [] });
 
       await Bun.sleep(Math.max(0, endsAt - Date.now()) + 50);
       expectError(await admin.delete(`/api/v1/schedules/${id}/overrides/${o.id}`), 409, "override_ended");

@@ -1,0 +1,83 @@
+/** Notification channels as the API shows them, and the config each type takes. */
+import { type Static, Type as T } from "@sinclair/typebox";
+import { errors } from "../errors.ts";
+import { Email, Name, Strict, Timestamp } from "../http/schema.ts";
+import { iso } from "../time.ts";
+import type { ChannelType, NotificationChannelTable } from "./channel.table.ts";
+
+export const CHANNEL_TYPES = ["webhook", "email", "slack", "cloudevents"] as const;
+
+const HttpUrl = T.String({ pattern: "^https?://[^\\s]+$", maxLength: 2048 });
+
+export const WebhookConfig = Strict({
+  url: HttpUrl,
+  secret: T.Optional(T.String({ minLength: 16, maxLength: 256, description: "Generated when omitted." })),
+  timeout_ms: T.Optional(T.Integer({ minimum: 100, maximum: 30_000, default: 5000 })),
+});
+export const SlackConfig = Strict({ webhook_url: HttpUrl });
+export const EmailConfig = Strict({ to: T.Array(Email(), { minItems: 1, maxItems: 50 }) });
+export const CloudEventsConfig = Strict({});
+
+const configSchemas = {
+  webhook: WebhookConfig,
+  slack: SlackConfig,
+  email: EmailConfig,
+  cloudevents: CloudEventsConfig,
+} as const;
+
+export type WebhookSettings = Static<typeof WebhookConfig>;
+
+export const ChannelInput = Strict({
+  name: Name(),
+  type: T.Union(CHANNEL_TYPES.map((t) => T.Literal(t))),
+  config: T.Record(T.String(), T.Unknown(), { description: "Depends on type: see the docs." }),
+  trusted: T.Optional(T.Boolean({ default: false })),
+  enabled: T.Optional(T.Boolean({ default: true })),
+});
+
+export const ChannelPatch = Strict({
+  name: T.Optional(Name()),
+  config: T.Optional(T.Record(T.String(), T.Unknown())),
+  trusted: T.Optional(T.Boolean()),
+  enabled: T.Optional(T.Boolean()),
+});
+
+export const Channel = T.Object({
+  id: T.String(),
+  name: T.String(),
+  type: T.String(),
+  config: T.Record(T.String(), T.Unknown(), { description: "Without the webhook secret." }),
+  trusted: T.Boolean(),
+  enabled: T.Boolean(),
+  created_at: Timestamp(),
+  updated_at: Timestamp(),
+});
+
+export const ChannelWithSecret = T.Composite([
+  Channel,
+  T.Object({ secret: T.Optional(T.String({ description: "A webhook's signing secret, shown once." })) }),
+]);
+
+export function toChannel(row: NotificationChannelTable) {
+  return {
+    id: row.id,
+    name: row.name,
+    type: row.type,
+    config: JSON.parse(row.config) as Record<string, unknown>,
+    trusted: row.trusted === 1,
+    enabled: row.enabled === 1,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+/** The checker for a type's config; errors name `config.<field>`. */
+export function configSchema(type: ChannelType) {
+  return configSchemas[type];
+}
+
+export function requireType(value: string): ChannelType {
+  if (!(CHANNEL_TYPES as readonly string[]).includes(value))
+    throw errors.field("type", "is not a channel type");
+  return value as ChannelType;
+}
