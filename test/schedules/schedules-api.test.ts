@@ -1661,7 +1661,11 @@ describe("user_in_use", () => {
 
     const both = await admin.delete(`/api/v1/users/${pat}`);
     expectError(both, 409, "user_in_use");
-    expect(both.body.error.details).toEqual({ schedule_ids: [schedule.id], override_ids: [future.id], policy_ids: [] });
+    expect(both.body.error.details).toEqual({
+      schedule_ids: [schedule.id],
+      override_ids: [future.id],
+      policy_ids: [],
+    });
 
     // Out of the layers: only the override is left.
     const patched = await admin.patch(`/api/v1/schedules/${schedule.id}`, {
@@ -1670,7 +1674,11 @@ describe("user_in_use", () => {
     expect(patched.status).toBe(200);
     const overrideOnly = await admin.delete(`/api/v1/users/${pat}`);
     expectError(overrideOnly, 409, "user_in_use");
-    expect(overrideOnly.body.error.details).toEqual({ schedule_ids: [], override_ids: [future.id], policy_ids: [] });
+    expect(overrideOnly.body.error.details).toEqual({
+      schedule_ids: [],
+      override_ids: [future.id],
+      policy_ids: [],
+    });
     expect((await admin.get(`/api/v1/users/${pat}`)).status).toBe(200);
 
     expect((await admin.delete(`/api/v1/schedules/${elsewhere}/overrides/${future.id}`)).status).toBe(204);
