@@ -91,7 +91,10 @@ CREATE TABLE alerts (
   notification_count INTEGER NOT NULL DEFAULT 0,
   -- Timers: the next escalation, and the automatic resolve after the source came up.
   escalate_at INTEGER,
-  auto_resolve_at INTEGER
+  auto_resolve_at INTEGER,
+  -- 1 while the source reports the problem: after a manual resolve, triggers with the same
+  -- dedup key fire no new alert until the source has reported it up.
+  source_down INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX alerts_org_fired ON alerts (org_id, fired_at DESC, id DESC);
 CREATE INDEX alerts_org_status_fired ON alerts (org_id, status, fired_at DESC, id DESC);
@@ -99,6 +102,7 @@ CREATE INDEX alerts_org_severity_fired ON alerts (org_id, severity_rank, fired_a
 CREATE INDEX alerts_org_monitor_fired ON alerts (org_id, monitor_id, fired_at DESC, id DESC);
 CREATE INDEX alerts_org_group_fired ON alerts (org_id, group_id, fired_at DESC, id DESC);
 CREATE UNIQUE INDEX alerts_open_dedup ON alerts (monitor_id, dedup_key) WHERE status != 'resolved';
+CREATE INDEX alerts_monitor_dedup ON alerts (monitor_id, dedup_key, fired_at DESC);
 CREATE INDEX alerts_escalate_due ON alerts (escalate_at) WHERE escalate_at IS NOT NULL;
 CREATE INDEX alerts_auto_resolve_due ON alerts (auto_resolve_at) WHERE auto_resolve_at IS NOT NULL;
 

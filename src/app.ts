@@ -103,6 +103,9 @@ export class App {
     const mailer = this.mailer;
     this.scheduler = new Scheduler(this.log);
     this.scheduler.add({ name: "email-outbox", everyMs: 1000, run: (now) => mailer.deliverDue(now) });
+    const alerts = this.services.alerts;
+    this.scheduler.add({ name: "escalations", everyMs: 1000, run: (now) => alerts.escalateDue(now) });
+    this.scheduler.add({ name: "auto-resolve", everyMs: 1000, run: (now) => alerts.autoResolveDue(now) });
     this.scheduler.add({
       name: "idempotency-prune",
       everyMs: HOUR,

@@ -5,6 +5,8 @@
 import { Cron } from "croner";
 import type { Logger } from "./log.ts";
 
+const TICK_JITTER_MS = 100;
+
 export interface Job {
   name: string;
   /** Run at most this often. */
@@ -34,7 +36,8 @@ export class Scheduler {
   /** Runs every job that is due now; the cron calls it every second. */
   async tick(now = Date.now()): Promise<void> {
     for (const job of this.jobs) {
-      if (now - (this.lastRun.get(job.name) ?? 0) < job.everyMs) continue;
+      // Ticks come about a second apart, a few ms early or late: allow for that jitter.
+      if (now - (this.lastRun.get(job.name) ?? 0) < job.everyMs - TICK_JITTER_MS) continue;
       this.lastRun.set(job.name, now);
       try {
         await job.run(now);

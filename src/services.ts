@@ -2,6 +2,9 @@
 import { type Accounts, createAccounts } from "./accounts/accounts.ts";
 import type { AccountsContext } from "./accounts/context.ts";
 import type { SessionSigner } from "./accounts/sessions.ts";
+import { AlertService } from "./alerts/alerts.service.ts";
+import { EventsApi } from "./alerts/events-api.ts";
+import { Dispatcher } from "./escalation/dispatcher.ts";
 import { PolicyService } from "./escalation/policies.service.ts";
 import { MonitorService } from "./monitors/monitors.service.ts";
 import { ChannelService } from "./notifications/channels.service.ts";
@@ -9,6 +12,8 @@ import { ScheduleService } from "./schedules/schedules.service.ts";
 
 export interface Services {
   accounts: Accounts;
+  alerts: AlertService;
+  eventsApi: EventsApi;
   schedules: ScheduleService;
   channels: ChannelService;
   policies: PolicyService;
@@ -16,9 +21,13 @@ export interface Services {
 }
 
 export function createServices(ctx: AccountsContext, signer: SessionSigner): Services {
+  const schedules = new ScheduleService(ctx);
+  const alerts = new AlertService(ctx, new Dispatcher(schedules));
   return {
     accounts: createAccounts(ctx, signer),
-    schedules: new ScheduleService(ctx),
+    alerts,
+    eventsApi: new EventsApi(() => ctx.store.read, alerts),
+    schedules,
     channels: new ChannelService(ctx),
     policies: new PolicyService(ctx),
     monitors: new MonitorService(ctx),

@@ -28,6 +28,8 @@ export interface AlertTable {
   notification_count: number;
   escalate_at: number | null;
   auto_resolve_at: number | null;
+  /** 1 while the source reports the problem (see the migration). */
+  source_down: number;
 }
 
 export interface AlertTimelineTable {

@@ -62,6 +62,12 @@ interface RouteOptions<P, Q, B, Who> {
    * secret shown once is never written to the database in clear.
    */
   secretFields?: string[];
+  /**
+   * A body in a foreign wire format (PagerDuty, Alertmanager, CloudEvents) that the handler
+   * reads and judges itself, answering in that format's own error shape: documented in the
+   * OpenAPI document, not validated here.
+   */
+  requestSchema?: TSchema;
   handler: (input: Input<In<P>, In<Q>, In<B>, Who>) => Promise<Reply> | Reply;
 }
 
@@ -89,7 +95,7 @@ function build<P, Q, B, Who>(access: Access | "public", options: RouteOptions<P,
     schemas: {
       params: options.params as TSchema | undefined,
       query: options.query as TSchema | undefined,
-      body: options.body as TSchema | undefined,
+      body: (options.body as TSchema | undefined) ?? options.requestSchema,
     },
     response: options.response,
     secretFields: options.secretFields ?? [],
@@ -208,7 +214,7 @@ export async function readBody(def: RouteDef, request: Request, maxBytes: number
  * at once when Content-Length says so, else while streaming (chunked bodies), so an oversized
  * body is never held in memory whole.
  */
-async function readLimited(request: Request, maxBytes: number): Promise<string> {
+export async function readLimited(request: Request, maxBytes: number): Promise<string> {
   const tooLarge = () =>
     new AppError("payload_too_large", `The request body is larger than ${maxBytes} bytes.`);
   if (Number(request.headers.get("content-length") ?? "0") > maxBytes) throw tooLarge();

@@ -9,6 +9,7 @@ import { authRoutes } from "../accounts/auth.routes.ts";
 import { orgRoutes } from "../accounts/org.routes.ts";
 import { signupPages } from "../accounts/signup.pages.ts";
 import { userRoutes } from "../accounts/users.routes.ts";
+import { alertRoutes } from "../alerts/alerts.routes.ts";
 import type { Config } from "../config.ts";
 import type { Store } from "../db/store.ts";
 import { AppError, errorBody } from "../errors.ts";
@@ -44,6 +45,7 @@ export function routes(deps: HttpDeps): RouteDef[] {
     ...channelRoutes(deps.channels),
     ...policyRoutes(deps.policies),
     ...monitorRoutes(deps.monitors),
+    ...alertRoutes(deps.alerts, deps.eventsApi, deps.config),
   ];
 }
 

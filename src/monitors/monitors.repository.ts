@@ -63,3 +63,7 @@ export async function policyExists(db: Db, orgId: string, id: string): Promise<b
     .executeTakeFirst();
   return row !== undefined;
 }
+
+export function findMonitorByToken(db: Db, token: string): Promise<MonitorTable | undefined> {
+  return db.selectFrom("monitors").selectAll().where("token", "=", token).executeTakeFirst();
+}

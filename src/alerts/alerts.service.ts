@@ -1,0 +1,284 @@
+/**
+ * Alerts: firing from a source (deduplicated), acknowledging, resolving by hand or
+ * automatically once the source is up again, the timed escalation, and listing. Every state
+ * change writes its timeline entry and its outbound CloudEvent in the same transaction.
+ */
+import type { AccountsContext } from "../accounts/context.ts";
+import { findOrgById } from "../accounts/orgs.repository.ts";
+import { type Settings, type SettingsInput, withDefaults } from "../accounts/settings.ts";
+import type { Db } from "../db/store.ts";
+import { AppError, errors } from "../errors.ts";
+import type { Dispatcher } from "../escalation/dispatcher.ts";
+import { findPolicy } from "../escalation/policies.repository.ts";
+import { type PolicySnapshot, snapshotOf } from "../escalation/policy.ts";
+import { appendEvent } from "../events/outbox.ts";
+import { toPage } from "../http/pagination.ts";
+import { newId } from "../ids.ts";
+import type { MonitorTable, Severity } from "../monitors/monitor.table.ts";
+import { SEVERITY_RANK } from "../monitors/monitor.ts";
+import { openAlertIds, updateMonitor } from "../monitors/monitors.repository.ts";
+import type { AlertTable } from "./alert.table.ts";
+import { toAlert, toTimelineEntry } from "./alert.ts";
+import {
+  type AlertFilter,
+  addTimeline,
+  dueAutoResolves,
+  dueEscalations,
+  findAlert,
+  insertAlert,
+  latestAlertFor,
+  listAlerts,
+  timelineOf,
+  updateAlert,
+} from "./alerts.repository.ts";
+
+export interface Trigger {
+  dedupKey: string;
+  summary: string;
+  reason: string;
+  severity: Severity;
+  labels: Record<string, string>;
+}
+
+const DUE_BATCH = 50;
+
+/** `monitor:<id>` resolves are the source's; anything else resolved by hand. */
+function resolvedBySource(alert: AlertTable): boolean {
+  return alert.resolved_by?.startsWith("monitor:") ?? false;
+}
+
+export class AlertService {
+  constructor(
+    private readonly ctx: AccountsContext,
+    private readonly dispatcher: Dispatcher,
+  ) {}
+
+  private async orgOf(tx: Db, orgId: string): Promise<{ id: string; slug: string; settings: Settings }> {
+    const org = await findOrgById(tx, orgId);
+    if (!org) throw errors.notFound("Organization");
+    return { id: org.id, slug: org.slug, settings: withDefaults(JSON.parse(org.settings) as SettingsInput) };
+  }
+
+  /**
+   * The source reports a problem. An open alert with the same dedup key absorbs it (and a
+   * pending automatic resolve is called off); after a manual resolve, nothing new fires until
+   * the source has reported the problem gone. Otherwise a new alert fires and step 1 is notified.
+   */
+  async trigger(monitor: MonitorTable, input: Trigger, now = Date.now()) {
+    return this.ctx.store.write(async (tx) => {
+      const latest = await latestAlertFor(tx, monitor.id, input.dedupKey);
+      if (latest && latest.status !== "resolved") {
+        if (latest.source_down === 0 || latest.auto_resolve_at !== null) {
+          await updateAlert(tx, latest.id, { source_down: 1, auto_resolve_at: null });
+        }
+        return { alert: toAlert({ ...latest, source_down: 1, auto_resolve_at: null }), created: false };
+      }
+      if (latest && latest.source_down === 1 && !resolvedBySource(latest)) {
+        return { alert: toAlert(latest), created: false };
+      }
+      const org = await this.orgOf(tx, monitor.org_id);
+      const policy = monitor.escalation_policy_id
+        ? await findPolicy(tx, org.id, monitor.escalation_policy_id)
+        : null;
+      const snapshot: PolicySnapshot | null = policy ? snapshotOf(policy) : null;
+      const row: AlertTable = {
+        id: newId("alt"),
+        org_id: org.id,
+        monitor_id: monitor.id,
+        group_id: monitor.group_id,
+        dedup_key: input.dedupKey,
+        summary: input.summary,
+        reason: input.reason,
+        severity: input.severity,
+        severity_rank: SEVERITY_RANK[input.severity],
+        status: "firing",
+        labels: JSON.stringify(input.labels),
+        fired_at: now,
+        acknowledged_at: null,
+        acknowledged_by: null,
+        resolved_at: null,
+        resolved_by: null,
+        policy_snapshot: snapshot ? JSON.stringify(snapshot) : null,
+        current_escalation_step: null,
+        escalation_pass: 0,
+        notification_count: 0,
+        escalate_at: null,
+        auto_resolve_at: null,
+        source_down: 1,
+      };
+      await insertAlert(tx, row);
+      await addTimeline(tx, row.id, now, "fired", { summary: row.summary, severity: row.severity });
+      const event = await appendEvent(tx, {
+        org,
+        area: "alerts",
+        resourceId: row.id,
+        type: "run.service.alert.fired.v1",
+        data: toAlert(row),
+        time: now,
+      });
+      const result = await this.dispatcher.run({ tx, org, alert: row, event, now }, snapshot, 0, 0);
+      const changes = {
+        current_escalation_step: result.step,
+        escalation_pass: result.pass,
+        notification_count: result.notifications,
+        escalate_at: result.escalateAt,
+      };
+      await updateAlert(tx, row.id, changes);
+      if (monitor.status !== "down") await updateMonitor(tx, monitor.id, { status: "down", updated_at: now });
+      return { alert: toAlert({ ...row, ...changes }), created: true };
+    });
+  }
+
+  /** The source reports the problem gone: the open alert resolves `freshness_seconds` later. */
+  async sourceUp(monitor: MonitorTable, dedupKey: string, now = Date.now()) {
+    return this.ctx.store.write(async (tx) => {
+      const latest = await latestAlertFor(tx, monitor.id, dedupKey);
+      if (!latest) return null;
+      const changes: Partial<AlertTable> = { source_down: 0 };
+      if (latest.status !== "resolved" && latest.auto_resolve_at === null) {
+        changes.auto_resolve_at = now + monitor.freshness_seconds * 1000;
+      }
+      await updateAlert(tx, latest.id, changes);
+      return toAlert({ ...latest, ...changes });
+    });
+  }
+
+  async acknowledge(orgId: string, alertId: string, by: string, note: string | undefined, now = Date.now()) {
+    return this.ctx.store.write(async (tx) => {
+      const alert = await findAlert(tx, orgId, alertId);
+      if (!alert) throw errors.notFound("Alert");
+      if (alert.status === "resolved")
+        throw new AppError("alert_resolved", "This alert is already resolved.");
+      if (alert.status === "acknowledged") return { ...toAlert(alert), already_acknowledged: true };
+      const changes = {
+        status: "acknowledged" as const,
+        acknowledged_at: now,
+        acknowledged_by: by,
+        escalate_at: null,
+      };
+      await updateAlert(tx, alert.id, changes);
+      await addTimeline(tx, alert.id, now, "acknowledged", { by, ...(note ? { note } : {}) });
+      const view = toAlert({ ...alert, ...changes });
+      await this.emit(tx, alert.org_id, alert.id, "run.service.alert.acknowledged.v1", view, now);
+      return { ...view, already_acknowledged: false };
+    });
+  }
+
+  async resolve(
+    orgId: string,
+    alertId: string,
+    by: string,
+    note: string | undefined,
+    auto = false,
+    now = Date.now(),
+  ) {
+    return this.ctx.store.write(async (tx) => {
+      const alert = await findAlert(tx, orgId, alertId);
+      if (!alert) throw errors.notFound("Alert");
+      return this.resolveIn(tx, alert, by, note, auto, now);
+    });
+  }
+
+  private async resolveIn(
+    tx: Db,
+    alert: AlertTable,
+    by: string,
+    note: string | undefined,
+    auto: boolean,
+    now: number,
+  ) {
+    if (alert.status === "resolved") return { ...toAlert(alert), already_resolved: true };
+    const changes = {
+      status: "resolved" as const,
+      resolved_at: now,
+      resolved_by: by,
+      escalate_at: null,
+      auto_resolve_at: null,
+    };
+    await updateAlert(tx, alert.id, changes);
+    await addTimeline(tx, alert.id, now, "resolved", { by, auto, ...(note ? { note } : {}) });
+    const view = toAlert({ ...alert, ...changes });
+    await this.emit(tx, alert.org_id, alert.id, "run.service.alert.resolved.v1", view, now);
+    return { ...view, already_resolved: false };
+  }
+
+  private async emit(tx: Db, orgId: string, alertId: string, type: string, data: unknown, now: number) {
+    const org = await this.orgOf(tx, orgId);
+    return appendEvent(tx, { org, area: "alerts", resourceId: alertId, type, data, time: now });
+  }
+
+  /** Scheduler job: escalations whose time has come move to the next step (or pass). */
+  async escalateDue(now = Date.now()): Promise<void> {
+    const due = await dueEscalations(this.ctx.store.read, now, DUE_BATCH);
+    for (const candidate of due) {
+      await this.ctx.store.write(async (tx) => {
+        const alert = await findAlert(tx, candidate.org_id, candidate.id);
+        if (!alert || alert.escalate_at === null || alert.escalate_at > now) return;
+        if (alert.status !== "firing" || !alert.policy_snapshot) {
+          await updateAlert(tx, alert.id, { escalate_at: null });
+          return;
+        }
+        const snapshot = JSON.parse(alert.policy_snapshot) as PolicySnapshot;
+        let step = (alert.current_escalation_step ?? -1) + 1;
+        let pass = alert.escalation_pass;
+        if (step >= snapshot.steps.length) {
+          step = 0;
+          pass += 1;
+        }
+        const org = await this.orgOf(tx, alert.org_id);
+        await addTimeline(tx, alert.id, now, "escalated", { step: step + 1, pass: pass + 1 });
+        const event = await appendEvent(tx, {
+          org,
+          area: "alerts",
+          resourceId: alert.id,
+          type: "run.service.alert.escalated.v1",
+          data: toAlert({ ...alert, current_escalation_step: step }),
+          time: now,
+        });
+        const result = await this.dispatcher.run({ tx, org, alert, event, now }, snapshot, step, pass);
+        await updateAlert(tx, alert.id, {
+          current_escalation_step: result.step,
+          escalation_pass: result.pass,
+          notification_count: alert.notification_count + result.notifications,
+          escalate_at: result.escalateAt,
+        });
+      });
+    }
+  }
+
+  /** Scheduler job: alerts whose source came up and stayed up for `freshness_seconds` resolve. */
+  async autoResolveDue(now = Date.now()): Promise<void> {
+    const due = await dueAutoResolves(this.ctx.store.read, now, DUE_BATCH);
+    for (const candidate of due) {
+      await this.ctx.store.write(async (tx) => {
+        const alert = await findAlert(tx, candidate.org_id, candidate.id);
+        if (!alert || alert.auto_resolve_at === null || alert.auto_resolve_at > now) return;
+        await this.resolveIn(tx, alert, `monitor:${alert.monitor_id}`, undefined, true, now);
+        if ((await openAlertIds(tx, alert.monitor_id)).length === 0)
+          await updateMonitor(tx, alert.monitor_id, { status: "up", updated_at: now });
+      });
+    }
+  }
+
+  async list(orgId: string, filter: Omit<AlertFilter, "after">, cursor: (string | number)[] | null) {
+    const rows = await listAlerts(this.ctx.store.read, orgId, { ...filter, after: cursor ?? undefined });
+    const position = (r: AlertTable) =>
+      filter.sort === "severity" || filter.sort === "-severity"
+        ? [r.severity_rank, r.fired_at, r.id]
+        : [r.fired_at, r.id];
+    return toPage(rows, filter.limit, `alerts:${filter.sort}`, position, toAlert);
+  }
+
+  async get(orgId: string, id: string) {
+    const alert = await findAlert(this.ctx.store.read, orgId, id);
+    if (!alert) throw errors.notFound("Alert");
+    return toAlert(alert);
+  }
+
+  async timeline(orgId: string, id: string) {
+    const db = this.ctx.store.read;
+    const alert = await findAlert(db, orgId, id);
+    if (!alert) throw errors.notFound("Alert");
+    return (await timelineOf(db, id)).map(toTimelineEntry);
+  }
+}
