@@ -152,3 +152,4 @@ CREATE TABLE events (
 );
 CREATE INDEX events_org_seq ON events (org_id, seq);
 CREATE INDEX events_created ON events (created_at);
+CREATE INDEX events_org_id ON events (org_id, id);

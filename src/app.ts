@@ -104,6 +104,8 @@ export class App {
     this.scheduler = new Scheduler(this.log);
     this.scheduler.add({ name: "email-outbox", everyMs: 1000, run: (now) => mailer.deliverDue(now) });
     const alerts = this.services.alerts;
+    const deliverer = this.services.deliverer;
+    this.scheduler.add({ name: "deliveries", everyMs: 1000, run: (now) => deliverer.deliverDue(now) });
     this.scheduler.add({ name: "escalations", everyMs: 1000, run: (now) => alerts.escalateDue(now) });
     this.scheduler.add({ name: "auto-resolve", everyMs: 1000, run: (now) => alerts.autoResolveDue(now) });
     this.scheduler.add({

@@ -8,12 +8,14 @@ import { Dispatcher } from "./escalation/dispatcher.ts";
 import { PolicyService } from "./escalation/policies.service.ts";
 import { MonitorService } from "./monitors/monitors.service.ts";
 import { ChannelService } from "./notifications/channels.service.ts";
+import { Deliverer } from "./notifications/deliverer.ts";
 import { ScheduleService } from "./schedules/schedules.service.ts";
 
 export interface Services {
   accounts: Accounts;
   alerts: AlertService;
   eventsApi: EventsApi;
+  deliverer: Deliverer;
   schedules: ScheduleService;
   channels: ChannelService;
   policies: PolicyService;
@@ -22,11 +24,13 @@ export interface Services {
 
 export function createServices(ctx: AccountsContext, signer: SessionSigner): Services {
   const schedules = new ScheduleService(ctx);
-  const alerts = new AlertService(ctx, new Dispatcher(schedules));
+  const deliverer = new Deliverer(ctx);
+  const alerts = new AlertService(ctx, new Dispatcher(schedules, ctx.store, deliverer));
   return {
     accounts: createAccounts(ctx, signer),
     alerts,
     eventsApi: new EventsApi(() => ctx.store.read, alerts),
+    deliverer,
     schedules,
     channels: new ChannelService(ctx),
     policies: new PolicyService(ctx),

@@ -9,10 +9,11 @@ import type { Settings } from "../accounts/settings.ts";
 import { findUser } from "../accounts/users.repository.ts";
 import type { AlertTable } from "../alerts/alert.table.ts";
 import { addTimeline } from "../alerts/alerts.repository.ts";
-import type { Db } from "../db/store.ts";
+import type { Db, Store } from "../db/store.ts";
 import { appendEvent, type OutboundEvent } from "../events/outbox.ts";
 import type { NotificationChannelTable } from "../notifications/channel.table.ts";
 import { findChannels } from "../notifications/channels.repository.ts";
+import type { Deliverer } from "../notifications/deliverer.ts";
 import { enqueueDelivery } from "../notifications/deliveries.repository.ts";
 import type { ScheduleService } from "../schedules/schedules.service.ts";
 import type { PolicySnapshot, StoredStep } from "./policy.ts";
@@ -36,7 +37,24 @@ export interface DispatchResult {
 }
 
 export class Dispatcher {
-  constructor(private readonly schedules: ScheduleService) {}
+  constructor(
+    private readonly schedules: ScheduleService,
+    private readonly store: Store,
+    private readonly deliverer: Deliverer,
+  ) {}
+
+  /** Queues a delivery; the deliverer is woken once the transaction has committed. */
+  private async queue(input: DispatchInput, channelId: string | null, userId: string | null): Promise<void> {
+    await enqueueDelivery(input.tx, {
+      orgId: input.org.id,
+      channelId,
+      userId,
+      alertId: input.alert.id,
+      eventId: input.event.id,
+      now: input.now,
+    });
+    this.store.afterCommit(() => this.deliverer.kick());
+  }
 
   /** Notifies from step `start` of pass `pass` on, escalating at once past steps that reach nobody. */
   async run(
@@ -137,14 +155,7 @@ export class Dispatcher {
         });
         continue;
       }
-      await enqueueDelivery(tx, {
-        orgId: org.id,
-        channelId: null,
-        userId: user.id,
-        alertId: alert.id,
-        eventId: input.event.id,
-        now,
-      });
+      await this.queue(input, null, user.id);
       await addTimeline(tx, alert.id, now, "notification_sent", {
         step: index + 1,
         channel: "email",
@@ -180,14 +191,7 @@ export class Dispatcher {
         channelId: channel.id,
       });
     } else {
-      await enqueueDelivery(tx, {
-        orgId: org.id,
-        channelId: channel.id,
-        userId: null,
-        alertId: alert.id,
-        eventId: input.event.id,
-        now,
-      });
+      await this.queue(input, channel.id, null);
     }
     await addTimeline(tx, alert.id, now, "notification_sent", {
       ...step,

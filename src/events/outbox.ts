@@ -61,3 +61,14 @@ export async function appendEvent(db: Db, input: NewEvent): Promise<OutboundEven
     .execute();
   return event;
 }
+
+/** The stored structured-mode JSON of an event, as deliveries send it. */
+export async function eventBody(db: Db, orgId: string, id: string): Promise<string | undefined> {
+  const row = await db
+    .selectFrom("events")
+    .select("body")
+    .where("org_id", "=", orgId)
+    .where("id", "=", id)
+    .executeTakeFirst();
+  return row?.body;
+}

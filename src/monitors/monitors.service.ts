@@ -44,11 +44,16 @@ function parseConfig(type: MonitorType, raw: Record<string, unknown>): Record<st
     if (!isValidZone(hb.time_zone ?? "UTC"))
       throw errors.field("config.time_zone", "must be an IANA time zone");
     if (hb.cron !== undefined) {
+      let next: Date | null;
       try {
-        new Cron(hb.cron, { timezone: hb.time_zone, paused: true }).stop();
+        const cron = new Cron(hb.cron, { timezone: hb.time_zone, paused: true });
+        next = cron.nextRun();
+        cron.stop();
       } catch {
         throw errors.field("config.cron", "is not a valid cron expression");
       }
+      // A pattern that never matches (30 February) would make every ping late at once.
+      if (next === null) throw errors.field("config.cron", "never matches a time");
     }
   }
   return config;
@@ -146,7 +151,7 @@ export class MonitorService {
       team_id: input.team_id ?? null,
       severity: input.severity ?? "critical",
       escalation_policy_id: input.escalation_policy_id ?? null,
-      labels: JSON.stringify(input.labels ?? {}),
+      labels: JSON.stringify(checkLabels(input.labels ?? {})),
       freshness_seconds: input.freshness_seconds ?? 60,
       paused: input.paused ? 1 : 0,
       status: "up",
@@ -185,7 +190,7 @@ export class MonitorService {
       if (patch.team_id !== undefined) changes.team_id = patch.team_id;
       if (patch.severity !== undefined) changes.severity = patch.severity;
       if (patch.escalation_policy_id !== undefined) changes.escalation_policy_id = patch.escalation_policy_id;
-      if (patch.labels !== undefined) changes.labels = JSON.stringify(patch.labels);
+      if (patch.labels !== undefined) changes.labels = JSON.stringify(checkLabels(patch.labels));
       if (patch.freshness_seconds !== undefined) changes.freshness_seconds = patch.freshness_seconds;
       if (patch.paused !== undefined) changes.paused = patch.paused ? 1 : 0;
       if (patch.config !== undefined) {
@@ -231,4 +236,14 @@ function checkName(name: string): string {
   const trimmed = name.trim();
   if (!trimmed) throw errors.field("name", "must not be empty");
   return trimmed;
+}
+
+/** Label names are 1..100 characters (the schema's key constraints are not checked by TypeBox). */
+function checkLabels(labels: Record<string, string>): Record<string, string> {
+  for (const name of Object.keys(labels)) {
+    if (name.length === 0 || name.length > 100) {
+      throw errors.field("labels", "label names must be 1 to 100 characters");
+    }
+  }
+  return labels;
 }

@@ -2,8 +2,8 @@
 import { type Static, Type as T } from "@sinclair/typebox";
 import { errors } from "../errors.ts";
 import { Email, Name, Strict, Timestamp } from "../http/schema.ts";
-import { iso } from "../time.ts";
-import type { ChannelType, NotificationChannelTable } from "./channel.table.ts";
+import { iso, isoOrNull } from "../time.ts";
+import type { ChannelType, NotificationChannelTable, NotificationDeliveryTable } from "./channel.table.ts";
 
 export const CHANNEL_TYPES = ["webhook", "email", "slack", "cloudevents"] as const;
 
@@ -80,4 +80,34 @@ export function requireType(value: string): ChannelType {
   if (!(CHANNEL_TYPES as readonly string[]).includes(value))
     throw errors.field("type", "is not a channel type");
   return value as ChannelType;
+}
+
+export const Delivery = T.Object({
+  id: T.String(),
+  channel_id: T.String(),
+  alert_id: T.Union([T.String(), T.Null()]),
+  event_id: T.String(),
+  status: T.Union([T.Literal("pending"), T.Literal("sent"), T.Literal("dead")]),
+  attempts: T.Integer(),
+  next_attempt_at: T.Union([Timestamp(), T.Null()], { description: "null once sent or dead" }),
+  last_status: T.Union([T.Integer(), T.Null()]),
+  last_error: T.Union([T.String(), T.Null()]),
+  created_at: Timestamp(),
+  sent_at: T.Union([Timestamp(), T.Null()]),
+});
+
+export function toDelivery(row: NotificationDeliveryTable) {
+  return {
+    id: row.id,
+    channel_id: row.channel_id as string,
+    alert_id: row.alert_id,
+    event_id: row.event_id,
+    status: row.status,
+    attempts: row.attempts,
+    next_attempt_at: row.status === "pending" ? iso(row.next_attempt_at) : null,
+    last_status: row.last_status,
+    last_error: row.last_error,
+    created_at: iso(row.created_at),
+    sent_at: isoOrNull(row.sent_at),
+  };
 }

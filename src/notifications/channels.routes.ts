@@ -1,8 +1,9 @@
 /** `/api/v1/notification-channels` (scope admin). */
+import { Type as T } from "@sinclair/typebox";
 import { decodeCursor } from "../http/pagination.ts";
 import { type RouteDef, reply, route } from "../http/route.ts";
 import { IdParams, ListOf, listQuery, Strict } from "../http/schema.ts";
-import { Channel, ChannelInput, ChannelPatch, ChannelWithSecret } from "./channel.ts";
+import { Channel, ChannelInput, ChannelPatch, ChannelWithSecret, Delivery } from "./channel.ts";
 import type { ChannelService } from "./channels.service.ts";
 
 const tag = "Notification channels";
@@ -41,6 +42,26 @@ export function channelRoutes(channels: ChannelService): RouteDef[] {
       params: IdParams,
       response: { status: 200, schema: Channel },
       handler: async ({ principal, params }) => reply.ok(await channels.get(principal.orgId, params.id)),
+    }),
+    route(read, {
+      method: "GET",
+      path: "/api/v1/notification-channels/:id/deliveries",
+      tag,
+      summary: "A channel's deliveries, newest first (status=dead lists the dead letters)",
+      params: IdParams,
+      query: Strict({
+        ...listQuery,
+        status: T.Optional(T.Union([T.Literal("pending"), T.Literal("sent"), T.Literal("dead")])),
+      }),
+      response: { status: 200, schema: ListOf(Delivery) },
+      handler: async ({ principal, params, query }) =>
+        reply.ok(
+          await channels.deliveries(principal.orgId, params.id, {
+            status: query.status,
+            limit: query.limit ?? 50,
+            cursor: decodeCursor(`deliveries:${params.id}`, query.cursor),
+          }),
+        ),
     }),
     route(write, {
       method: "PATCH",

@@ -12,7 +12,7 @@ import { toPage } from "../http/pagination.ts";
 import { check } from "../http/route.ts";
 import { newId } from "../ids.ts";
 import type { ChannelType, NotificationChannelTable } from "./channel.table.ts";
-import { CHANNEL_TYPES, configSchema, toChannel } from "./channel.ts";
+import { CHANNEL_TYPES, configSchema, toChannel, toDelivery } from "./channel.ts";
 import {
   deleteChannel,
   findChannel,
@@ -20,6 +20,7 @@ import {
   listChannels,
   updateChannel,
 } from "./channels.repository.ts";
+import { listDeliveries } from "./deliveries.repository.ts";
 
 const checkers = Object.fromEntries(
   CHANNEL_TYPES.map((type) => [type, TypeCompiler.Compile(configSchema(type) as TSchema)]),
@@ -62,6 +63,22 @@ export class ChannelService {
     return toPage(rows, limit, "channels", (r) => [r.id], toChannel);
   }
 
+  /** A channel's deliveries, newest first: sent, pending (with their last error) and dead. */
+  async deliveries(
+    orgId: string,
+    id: string,
+    filter: { status?: "pending" | "sent" | "dead"; limit: number; cursor: (string | number)[] | null },
+  ) {
+    const db = this.ctx.store.read;
+    if (!(await findChannel(db, orgId, id))) throw errors.notFound("Notification channel");
+    const rows = await listDeliveries(db, id, {
+      status: filter.status,
+      beforeId: filter.cursor ? String(filter.cursor[0]) : undefined,
+      limit: filter.limit,
+    });
+    return toPage(rows, filter.limit, `deliveries:${id}`, (r) => [r.id], toDelivery);
+  }
+
   async get(orgId: string, id: string) {
     const row = await findChannel(this.ctx.store.read, orgId, id);
     if (!row) throw errors.notFound("Notification channel");
@@ -74,7 +91,7 @@ export class ChannelService {
     const row: NotificationChannelTable = {
       id: newId("chn"),
       org_id: orgId,
-      name: input.name.trim(),
+      name: checkName(input.name),
       type: input.type,
       config: JSON.stringify(config),
       secret,
@@ -97,7 +114,7 @@ export class ChannelService {
       const row = await findChannel(tx, orgId, id);
       if (!row) throw errors.notFound("Notification channel");
       const changes: Partial<NotificationChannelTable> = { updated_at: Date.now() };
-      if (patch.name !== undefined) changes.name = patch.name.trim();
+      if (patch.name !== undefined) changes.name = checkName(patch.name);
       if (patch.trusted !== undefined) changes.trusted = patch.trusted ? 1 : 0;
       if (patch.enabled !== undefined) changes.enabled = patch.enabled ? 1 : 0;
       if (patch.config !== undefined) {
@@ -136,4 +153,10 @@ export class ChannelService {
       await deleteChannel(tx, id);
     });
   }
+}
+
+function checkName(name: string): string {
+  const trimmed = name.trim();
+  if (!trimmed) throw errors.field("name", "must not be empty");
+  return trimmed;
 }

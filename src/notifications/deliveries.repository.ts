@@ -31,3 +31,69 @@ export async function enqueueDelivery(db: Db, d: NewDelivery): Promise<void> {
     })
     .execute();
 }
+
+/** Claims due deliveries by pushing their next attempt out (a lease): a crash retries them later. */
+export async function claimDueDeliveries(db: Db, now: number, leaseUntil: number, limit: number) {
+  const rows = await db
+    .selectFrom("notification_deliveries")
+    .selectAll()
+    .where("status", "=", "pending")
+    .where("next_attempt_at", "<=", now)
+    .orderBy("next_attempt_at")
+    .limit(limit)
+    .execute();
+  if (rows.length > 0) {
+    await db
+      .updateTable("notification_deliveries")
+      .set({ next_attempt_at: leaseUntil })
+      .where(
+        "id",
+        "in",
+        rows.map((r) => r.id),
+      )
+      .execute();
+  }
+  return rows;
+}
+
+export async function markDelivered(db: Db, id: string, now: number, status: number | null): Promise<void> {
+  await db
+    .updateTable("notification_deliveries")
+    .set({ status: "sent", sent_at: now, last_status: status, last_error: null })
+    .where("id", "=", id)
+    .execute();
+}
+
+export async function markAttemptFailed(
+  db: Db,
+  id: string,
+  attempts: number,
+  retryAt: number | null,
+  error: string,
+  status: number | null,
+): Promise<void> {
+  await db
+    .updateTable("notification_deliveries")
+    .set({
+      attempts,
+      last_error: error.slice(0, 500),
+      last_status: status,
+      ...(retryAt === null ? { status: "dead" as const } : { next_attempt_at: retryAt }),
+    })
+    .where("id", "=", id)
+    .execute();
+}
+
+export function listDeliveries(
+  db: Db,
+  channelId: string,
+  filter: { status?: "pending" | "sent" | "dead"; beforeId?: string; limit: number },
+) {
+  let query = db.selectFrom("notification_deliveries").selectAll().where("channel_id", "=", channelId);
+  if (filter.status) query = query.where("status", "=", filter.status);
+  if (filter.beforeId) query = query.where("id", "<", filter.beforeId);
+  return query
+    .orderBy("id", "desc")
+    .limit(filter.limit + 1)
+    .execute();
+}
