@@ -105,6 +105,9 @@ export class App {
     this.scheduler.add({ name: "email-outbox", everyMs: 1000, run: (now) => mailer.deliverDue(now) });
     const alerts = this.services.alerts;
     const deliverer = this.services.deliverer;
+    const runtime = this.services.runtime;
+    this.scheduler.add({ name: "heartbeats", everyMs: 1000, run: (now) => runtime.heartbeatsDue(now) });
+    this.scheduler.add({ name: "http-checks", everyMs: 1000, run: (now) => runtime.httpChecksDue(now) });
     this.scheduler.add({ name: "deliveries", everyMs: 1000, run: (now) => deliverer.deliverDue(now) });
     this.scheduler.add({ name: "escalations", everyMs: 1000, run: (now) => alerts.escalateDue(now) });
     this.scheduler.add({ name: "auto-resolve", everyMs: 1000, run: (now) => alerts.autoResolveDue(now) });

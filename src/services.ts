@@ -2,11 +2,13 @@
 import { type Accounts, createAccounts } from "./accounts/accounts.ts";
 import type { AccountsContext } from "./accounts/context.ts";
 import type { SessionSigner } from "./accounts/sessions.ts";
+import { AlertmanagerReceiver } from "./alerts/alertmanager.ts";
 import { AlertService } from "./alerts/alerts.service.ts";
 import { EventsApi } from "./alerts/events-api.ts";
 import { Dispatcher } from "./escalation/dispatcher.ts";
 import { PolicyService } from "./escalation/policies.service.ts";
 import { MonitorService } from "./monitors/monitors.service.ts";
+import { MonitorRuntime } from "./monitors/runtime.ts";
 import { ChannelService } from "./notifications/channels.service.ts";
 import { Deliverer } from "./notifications/deliverer.ts";
 import { ScheduleService } from "./schedules/schedules.service.ts";
@@ -16,6 +18,8 @@ export interface Services {
   alerts: AlertService;
   eventsApi: EventsApi;
   deliverer: Deliverer;
+  runtime: MonitorRuntime;
+  alertmanager: AlertmanagerReceiver;
   schedules: ScheduleService;
   channels: ChannelService;
   policies: PolicyService;
@@ -31,6 +35,8 @@ export function createServices(ctx: AccountsContext, signer: SessionSigner): Ser
     alerts,
     eventsApi: new EventsApi(() => ctx.store.read, alerts),
     deliverer,
+    runtime: new MonitorRuntime(ctx, alerts),
+    alertmanager: new AlertmanagerReceiver(() => ctx.store.read, alerts),
     schedules,
     channels: new ChannelService(ctx),
     policies: new PolicyService(ctx),

@@ -64,83 +64,97 @@ export class AlertService {
    * pending automatic resolve is called off); after a manual resolve, nothing new fires until
    * the source has reported the problem gone. Otherwise a new alert fires and step 1 is notified.
    */
-  async trigger(monitor: MonitorTable, input: Trigger, now = Date.now()) {
-    return this.ctx.store.write(async (tx) => {
-      const latest = await latestAlertFor(tx, monitor.id, input.dedupKey);
-      if (latest && latest.status !== "resolved") {
-        if (latest.source_down === 0 || latest.auto_resolve_at !== null) {
-          await updateAlert(tx, latest.id, { source_down: 1, auto_resolve_at: null });
-        }
-        return { alert: toAlert({ ...latest, source_down: 1, auto_resolve_at: null }), created: false };
+  trigger(monitor: MonitorTable, input: Trigger, now = Date.now()) {
+    return this.ctx.store.write((tx) => this.triggerIn(tx, monitor, input, now));
+  }
+
+  /** `trigger` inside the caller's transaction (a monitor going down fires in its own). */
+  async triggerIn(tx: Db, monitor: MonitorTable, input: Trigger, now: number) {
+    const latest = await latestAlertFor(tx, monitor.id, input.dedupKey);
+    if (latest && latest.status !== "resolved") {
+      if (latest.source_down === 0 || latest.auto_resolve_at !== null) {
+        await updateAlert(tx, latest.id, { source_down: 1, auto_resolve_at: null });
       }
-      if (latest && latest.source_down === 1 && !resolvedBySource(latest)) {
-        return { alert: toAlert(latest), created: false };
-      }
-      const org = await this.orgOf(tx, monitor.org_id);
-      const policy = monitor.escalation_policy_id
-        ? await findPolicy(tx, org.id, monitor.escalation_policy_id)
-        : null;
-      const snapshot: PolicySnapshot | null = policy ? snapshotOf(policy) : null;
-      const row: AlertTable = {
-        id: newId("alt"),
-        org_id: org.id,
-        monitor_id: monitor.id,
-        group_id: monitor.group_id,
-        dedup_key: input.dedupKey,
-        summary: input.summary,
-        reason: input.reason,
-        severity: input.severity,
-        severity_rank: SEVERITY_RANK[input.severity],
-        status: "firing",
-        labels: JSON.stringify(input.labels),
-        fired_at: now,
-        acknowledged_at: null,
-        acknowledged_by: null,
-        resolved_at: null,
-        resolved_by: null,
-        policy_snapshot: snapshot ? JSON.stringify(snapshot) : null,
-        current_escalation_step: null,
-        escalation_pass: 0,
-        notification_count: 0,
-        escalate_at: null,
-        auto_resolve_at: null,
-        source_down: 1,
-      };
-      await insertAlert(tx, row);
-      await addTimeline(tx, row.id, now, "fired", { summary: row.summary, severity: row.severity });
-      const event = await appendEvent(tx, {
-        org,
-        area: "alerts",
-        resourceId: row.id,
-        type: "run.service.alert.fired.v1",
-        data: toAlert(row),
-        time: now,
-      });
-      const result = await this.dispatcher.run({ tx, org, alert: row, event, now }, snapshot, 0, 0);
-      const changes = {
-        current_escalation_step: result.step,
-        escalation_pass: result.pass,
-        notification_count: result.notifications,
-        escalate_at: result.escalateAt,
-      };
-      await updateAlert(tx, row.id, changes);
-      if (monitor.status !== "down") await updateMonitor(tx, monitor.id, { status: "down", updated_at: now });
-      return { alert: toAlert({ ...row, ...changes }), created: true };
+      return { alert: toAlert({ ...latest, source_down: 1, auto_resolve_at: null }), created: false };
+    }
+    if (latest && latest.source_down === 1 && !resolvedBySource(latest)) {
+      return { alert: toAlert(latest), created: false };
+    }
+    const org = await this.orgOf(tx, monitor.org_id);
+    const policy = monitor.escalation_policy_id
+      ? await findPolicy(tx, org.id, monitor.escalation_policy_id)
+      : null;
+    const snapshot: PolicySnapshot | null = policy ? snapshotOf(policy) : null;
+    const row: AlertTable = {
+      id: newId("alt"),
+      org_id: org.id,
+      monitor_id: monitor.id,
+      group_id: monitor.group_id,
+      dedup_key: input.dedupKey,
+      summary: input.summary,
+      reason: input.reason,
+      severity: input.severity,
+      severity_rank: SEVERITY_RANK[input.severity],
+      status: "firing",
+      labels: JSON.stringify(input.labels),
+      fired_at: now,
+      acknowledged_at: null,
+      acknowledged_by: null,
+      resolved_at: null,
+      resolved_by: null,
+      policy_snapshot: snapshot ? JSON.stringify(snapshot) : null,
+      current_escalation_step: null,
+      escalation_pass: 0,
+      notification_count: 0,
+      escalate_at: null,
+      auto_resolve_at: null,
+      source_down: 1,
+    };
+    await insertAlert(tx, row);
+    await addTimeline(tx, row.id, now, "fired", { summary: row.summary, severity: row.severity });
+    const event = await appendEvent(tx, {
+      org,
+      area: "alerts",
+      resourceId: row.id,
+      type: "run.service.alert.fired.v1",
+      data: toAlert(row),
+      time: now,
     });
+    const result = await this.dispatcher.run({ tx, org, alert: row, event, now }, snapshot, 0, 0);
+    const changes = {
+      current_escalation_step: result.step,
+      escalation_pass: result.pass,
+      notification_count: result.notifications,
+      escalate_at: result.escalateAt,
+    };
+    await updateAlert(tx, row.id, changes);
+    if (monitor.status !== "down") await updateMonitor(tx, monitor.id, { status: "down", updated_at: now });
+    return { alert: toAlert({ ...row, ...changes }), created: true };
   }
 
   /** The source reports the problem gone: the open alert resolves `freshness_seconds` later. */
-  async sourceUp(monitor: MonitorTable, dedupKey: string, now = Date.now()) {
-    return this.ctx.store.write(async (tx) => {
-      const latest = await latestAlertFor(tx, monitor.id, dedupKey);
-      if (!latest) return null;
-      const changes: Partial<AlertTable> = { source_down: 0 };
-      if (latest.status !== "resolved" && latest.auto_resolve_at === null) {
-        changes.auto_resolve_at = now + monitor.freshness_seconds * 1000;
-      }
-      await updateAlert(tx, latest.id, changes);
-      return toAlert({ ...latest, ...changes });
-    });
+  sourceUp(monitor: MonitorTable, dedupKey: string, now = Date.now()) {
+    return this.ctx.store.write((tx) => this.sourceUpIn(tx, monitor, dedupKey, now));
+  }
+
+  /** `sourceUp` inside the caller's transaction. */
+  async sourceUpIn(tx: Db, monitor: MonitorTable, dedupKey: string, now: number) {
+    const latest = await latestAlertFor(tx, monitor.id, dedupKey);
+    if (!latest) return null;
+    const changes: Partial<AlertTable> = { source_down: 0 };
+    if (latest.status !== "resolved" && latest.auto_resolve_at === null) {
+      changes.auto_resolve_at = now + monitor.freshness_seconds * 1000;
+    }
+    await updateAlert(tx, latest.id, changes);
+    // Resolved by hand before the source came up: nothing will auto-resolve, so the monitor is up now.
+    if (
+      latest.status === "resolved" &&
+      monitor.status === "down" &&
+      (await openAlertIds(tx, monitor.id)).length === 0
+    ) {
+      await updateMonitor(tx, monitor.id, { status: "up", updated_at: now });
+    }
+    return toAlert({ ...latest, ...changes });
   }
 
   async acknowledge(orgId: string, alertId: string, by: string, note: string | undefined, now = Date.now()) {

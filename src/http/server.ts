@@ -15,6 +15,7 @@ import type { Store } from "../db/store.ts";
 import { AppError, errorBody } from "../errors.ts";
 import { policyRoutes } from "../escalation/policies.routes.ts";
 import { type Logger, redactPath } from "../log.ts";
+import { ingressRoutes } from "../monitors/ingress.routes.ts";
 import { monitorRoutes } from "../monitors/monitors.routes.ts";
 import { channelRoutes } from "../notifications/channels.routes.ts";
 import { scheduleRoutes } from "../schedules/schedules.routes.ts";
@@ -46,6 +47,7 @@ export function routes(deps: HttpDeps): RouteDef[] {
     ...policyRoutes(deps.policies),
     ...monitorRoutes(deps.monitors),
     ...alertRoutes(deps.alerts, deps.eventsApi, deps.config),
+    ...ingressRoutes(deps.runtime, deps.alertmanager, deps.config),
   ];
 }
 

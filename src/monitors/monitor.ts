@@ -21,7 +21,7 @@ export const EventConfig = Strict({
 });
 
 export const HeartbeatConfig = Strict({
-  interval_seconds: T.Optional(T.Integer({ minimum: 10, maximum: 30 * 86_400 })),
+  interval_seconds: T.Optional(T.Integer({ minimum: 1, maximum: 30 * 86_400 })),
   cron: T.Optional(
     T.String({ minLength: 1, maxLength: 200, description: "When pings are expected (croner syntax)." }),
   ),
@@ -35,7 +35,7 @@ export const HttpConfig = Strict({
   expected_status: T.Optional(T.Integer({ minimum: 100, maximum: 599, description: "Default: any 2xx." })),
   keyword: T.Optional(T.String({ minLength: 1, maxLength: 200, description: "Text the body must contain." })),
   timeout_ms: T.Optional(T.Integer({ minimum: 100, maximum: 60_000, default: 10_000 })),
-  interval_seconds: T.Optional(T.Integer({ minimum: 10, maximum: 86_400, default: 60 })),
+  interval_seconds: T.Optional(T.Integer({ minimum: 1, maximum: 86_400, default: 60 })),
   failure_threshold: T.Optional(T.Integer({ minimum: 1, maximum: 100, default: 2 })),
   success_threshold: T.Optional(T.Integer({ minimum: 1, maximum: 100, default: 1 })),
 });

@@ -67,3 +67,25 @@ export async function policyExists(db: Db, orgId: string, id: string): Promise<b
 export function findMonitorByToken(db: Db, token: string): Promise<MonitorTable | undefined> {
   return db.selectFrom("monitors").selectAll().where("token", "=", token).executeTakeFirst();
 }
+
+export function findMonitorById(db: Db, id: string): Promise<MonitorTable | undefined> {
+  return db.selectFrom("monitors").selectAll().where("id", "=", id).executeTakeFirst();
+}
+
+/** Unpaused monitors of a type whose timer is due. */
+export function dueMonitors(
+  db: Db,
+  type: "heartbeat" | "http",
+  now: number,
+  limit: number,
+): Promise<MonitorTable[]> {
+  return db
+    .selectFrom("monitors")
+    .selectAll()
+    .where("due_at", "<=", now)
+    .where("paused", "=", 0)
+    .where("type", "=", type)
+    .orderBy("due_at")
+    .limit(limit)
+    .execute();
+}

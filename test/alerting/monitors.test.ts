@@ -518,7 +518,7 @@ describe("validation: 400 naming the field, nothing stored", () => {
       ["cron that never matches (31 April)", heartbeat({ cron: "0 9 31 4 *" }), "config.cron"],
       ["bad zone", heartbeat({ interval_seconds: 60, time_zone: "Mars/Olympus" }), "config.time_zone"],
       ["bad zone with cron", heartbeat({ cron: "0 * * * *", time_zone: "Not/AZone" }), "config.time_zone"],
-      ["interval too short", heartbeat({ interval_seconds: 5 }), "config.interval_seconds"],
+      ["interval too short", heartbeat({ interval_seconds: 0 }), "config.interval_seconds"],
       ["negative grace", heartbeat({ interval_seconds: 60, grace_seconds: -1 }), "config.grace_seconds"],
       ["heartbeat unknown field", heartbeat({ interval_seconds: 60, url: "https://x.test" }), "config.url"],
       ["http url not a url", http({ url: "notaurl" }), "config.url"],
