@@ -96,6 +96,13 @@ export const errors = {
   invalidCursor: () => new AppError("invalid_cursor", "The cursor is not valid for this list."),
 };
 
+/** A name trimmed, or 400 naming `field` when nothing is left. */
+export function requireName(name: string, field = "name"): string {
+  const trimmed = name.trim();
+  if (!trimmed) throw errors.field(field, "must not be empty");
+  return trimmed;
+}
+
 function describeFields(fields: FieldProblem[]): string {
   const first = fields[0];
   if (!first) return "The request is not valid.";

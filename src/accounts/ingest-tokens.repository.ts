@@ -32,3 +32,15 @@ export async function revokeIngestToken(db: Db, id: string, now: number): Promis
     .where("revoked_at", "is", null)
     .execute();
 }
+
+/** Live ingest tokens bound to a channel. */
+export async function tokensBoundTo(db: Db, channelId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom("ingest_tokens")
+    .select("id")
+    .where("channel_id", "=", channelId)
+    .where("revoked_at", "is", null)
+    .orderBy("id")
+    .execute();
+  return rows.map((r) => r.id);
+}

@@ -3,7 +3,7 @@ import type { Principal } from "../accounts/access.ts";
 import type { AccountsContext } from "../accounts/context.ts";
 import { checkTeamExists, checkTeamWrite } from "../accounts/team-access.ts";
 import type { Db } from "../db/store.ts";
-import { AppError, errors } from "../errors.ts";
+import { AppError, errors, requireName } from "../errors.ts";
 import { toPage } from "../http/pagination.ts";
 import { newId } from "../ids.ts";
 import {
@@ -81,7 +81,7 @@ export class PolicyService {
       await insertPolicy(tx, {
         id,
         org_id: orgId,
-        name: checkName(input.name),
+        name: requireName(input.name),
         team_id: input.team_id ?? null,
         repeat: input.repeat ?? 0,
         steps: JSON.stringify(steps),
@@ -102,7 +102,7 @@ export class PolicyService {
         ...(patch.team_id !== undefined ? [patch.team_id] : []),
       ]);
       const changes: Partial<EscalationPolicyTable> = { updated_at: Date.now() };
-      if (patch.name !== undefined) changes.name = checkName(patch.name);
+      if (patch.name !== undefined) changes.name = requireName(patch.name);
       if (patch.team_id !== undefined) changes.team_id = patch.team_id;
       if (patch.repeat !== undefined) changes.repeat = patch.repeat;
       if (patch.steps !== undefined) {
@@ -136,10 +136,4 @@ export class PolicyService {
     if (!row) throw errors.notFound("Escalation policy");
     return row;
   }
-}
-
-function checkName(name: string): string {
-  const trimmed = name.trim();
-  if (!trimmed) throw errors.field("name", "must not be empty");
-  return trimmed;
 }

@@ -8,7 +8,7 @@ import type { Principal } from "../accounts/access.ts";
 import type { AccountsContext } from "../accounts/context.ts";
 import { checkTeamExists, checkTeamWrite } from "../accounts/team-access.ts";
 import type { Db } from "../db/store.ts";
-import { AppError, errors } from "../errors.ts";
+import { AppError, errors, requireName } from "../errors.ts";
 import { toPage } from "../http/pagination.ts";
 import { check } from "../http/route.ts";
 import { newId } from "../ids.ts";
@@ -145,7 +145,7 @@ export class MonitorService {
     const row: MonitorTable = {
       id,
       org_id: orgId,
-      name: checkName(input.name),
+      name: requireName(input.name),
       type: input.type,
       group_id: input.group_id ?? null,
       team_id: input.team_id ?? null,
@@ -185,7 +185,7 @@ export class MonitorService {
       await checkPolicy(tx, orgId, patch.escalation_policy_id);
       const now = Date.now();
       const changes: Partial<MonitorTable> = { updated_at: now };
-      if (patch.name !== undefined) changes.name = checkName(patch.name);
+      if (patch.name !== undefined) changes.name = requireName(patch.name);
       if (patch.group_id !== undefined) changes.group_id = patch.group_id;
       if (patch.team_id !== undefined) changes.team_id = patch.team_id;
       if (patch.severity !== undefined) changes.severity = patch.severity;
@@ -230,12 +230,6 @@ async function checkPolicy(db: Db, orgId: string, policyId: string | null | unde
   if (!(await policyExists(db, orgId, policyId))) {
     throw errors.field("escalation_policy_id", "does not name an escalation policy of this organization");
   }
-}
-
-function checkName(name: string): string {
-  const trimmed = name.trim();
-  if (!trimmed) throw errors.field("name", "must not be empty");
-  return trimmed;
 }
 
 /** Label names are 1..100 characters (the schema's key constraints are not checked by TypeBox). */

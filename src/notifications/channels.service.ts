@@ -4,9 +4,10 @@ import type { TSchema } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { Value } from "@sinclair/typebox/value";
 import type { AccountsContext } from "../accounts/context.ts";
+import { tokensBoundTo } from "../accounts/ingest-tokens.repository.ts";
 import { findOrgById } from "../accounts/orgs.repository.ts";
 import type { Settings } from "../accounts/settings.ts";
-import { AppError, errors } from "../errors.ts";
+import { AppError, errors, requireName } from "../errors.ts";
 import { policiesTargeting } from "../escalation/policies.repository.ts";
 import { toPage } from "../http/pagination.ts";
 import { check } from "../http/route.ts";
@@ -91,7 +92,7 @@ export class ChannelService {
     const row: NotificationChannelTable = {
       id: newId("chn"),
       org_id: orgId,
-      name: checkName(input.name),
+      name: requireName(input.name),
       type: input.type,
       config: JSON.stringify(config),
       secret,
@@ -114,7 +115,7 @@ export class ChannelService {
       const row = await findChannel(tx, orgId, id);
       if (!row) throw errors.notFound("Notification channel");
       const changes: Partial<NotificationChannelTable> = { updated_at: Date.now() };
-      if (patch.name !== undefined) changes.name = checkName(patch.name);
+      if (patch.name !== undefined) changes.name = requireName(patch.name);
       if (patch.trusted !== undefined) changes.trusted = patch.trusted ? 1 : 0;
       if (patch.enabled !== undefined) changes.enabled = patch.enabled ? 1 : 0;
       if (patch.config !== undefined) {
@@ -128,35 +129,27 @@ export class ChannelService {
     return this.get(orgId, id);
   }
 
-  /** A channel still named by a policy or the org's default or incident channels is 409. */
+  /** A channel still named by a policy, the settings or a live ingest token is 409. */
   async remove(orgId: string, id: string) {
     await this.ctx.store.write(async (tx) => {
       const row = await findChannel(tx, orgId, id);
       if (!row) throw errors.notFound("Notification channel");
       const policyIds = await policiesTargeting(tx, "channel", id);
+      const tokenIds = await tokensBoundTo(tx, id);
       const org = await findOrgById(tx, orgId);
       const settings = JSON.parse(org?.settings ?? "{}") as Partial<Settings>;
       const inSettings = [
         ...(settings.notifications?.default_channel_ids ?? []),
         ...(settings.notifications?.incident_channel_ids ?? []),
       ].includes(id);
-      if (policyIds.length > 0 || inSettings) {
+      if (policyIds.length > 0 || inSettings || tokenIds.length > 0) {
         throw new AppError(
           "conflict",
-          "This channel is still in use; take it out of policies and settings first.",
-          {
-            policy_ids: policyIds,
-            in_settings: inSettings,
-          },
+          "This channel is still in use; take it out of policies and settings and revoke its ingest tokens first.",
+          { policy_ids: policyIds, in_settings: inSettings, ingest_token_ids: tokenIds },
         );
       }
       await deleteChannel(tx, id);
     });
   }
-}
-
-function checkName(name: string): string {
-  const trimmed = name.trim();
-  if (!trimmed) throw errors.field("name", "must not be empty");
-  return trimmed;
 }

@@ -5,7 +5,7 @@ import { newLinkToken, sha256 } from "../accounts/secrets.ts";
 import { checkTeamExists, checkTeamWrite } from "../accounts/team-access.ts";
 import { existingUserIds, findUser } from "../accounts/users.repository.ts";
 import type { Db } from "../db/store.ts";
-import { AppError, errors } from "../errors.ts";
+import { AppError, errors, requireName } from "../errors.ts";
 import { policiesTargeting } from "../escalation/policies.repository.ts";
 import { toPage } from "../http/pagination.ts";
 import { newId } from "../ids.ts";
@@ -87,7 +87,7 @@ export class ScheduleService {
   }
 
   async create(orgId: string, principal: Principal, input: ScheduleCreate) {
-    const name = checkName(input.name);
+    const name = requireName(input.name);
     const zone = checkZone(input.time_zone);
     const layers = normalizeLayers(input.layers);
     const id = newId("sch");
@@ -121,7 +121,7 @@ export class ScheduleService {
   async update(orgId: string, principal: Principal, id: string, patch: SchedulePatch) {
     const layers = patch.layers === undefined ? undefined : normalizeLayers(patch.layers);
     const zone = patch.time_zone === undefined ? undefined : checkZone(patch.time_zone);
-    const name = patch.name === undefined ? undefined : checkName(patch.name);
+    const name = patch.name === undefined ? undefined : requireName(patch.name);
     await this.ctx.store.write(async (tx) => {
       const row = await this.require(tx, orgId, id);
       await checkTeamExists(tx, orgId, patch.team_id);
@@ -359,13 +359,6 @@ export class ScheduleService {
     if (!row) throw errors.notFound("Schedule");
     return row;
   }
-}
-
-/** The trimmed name; a name of blanks only is 400, as for teams and orgs. */
-function checkName(name: string): string {
-  const trimmed = name.trim();
-  if (!trimmed) throw errors.field("name", "must not be empty");
-  return trimmed;
 }
 
 function checkZone(zone: string): string {

@@ -462,7 +462,11 @@ describe("in use: 409 conflict with details", () => {
 
     const byPolicies = await admin.delete(`${BASE}/${channel.id}`);
     expectError(byPolicies, 409, "conflict");
-    expect(byPolicies.body.error.details).toEqual({ policy_ids: [first, second].sort(), in_settings: false });
+    expect(byPolicies.body.error.details).toEqual({
+      policy_ids: [first, second].sort(),
+      in_settings: false,
+      ingest_token_ids: [],
+    });
 
     // In the settings too.
     const put = await admin.put("/api/v1/org/settings", {
@@ -471,7 +475,11 @@ describe("in use: 409 conflict with details", () => {
     expect(put.status).toBe(200);
     const both = await admin.delete(`${BASE}/${channel.id}`);
     expectError(both, 409, "conflict");
-    expect(both.body.error.details).toEqual({ policy_ids: [first, second].sort(), in_settings: true });
+    expect(both.body.error.details).toEqual({
+      policy_ids: [first, second].sort(),
+      in_settings: true,
+      ingest_token_ids: [],
+    });
 
     // Out of the policies: one stops naming it, the other is deleted.
     const patched = await admin.patch(`/api/v1/escalation-policies/${first}`, {
@@ -481,7 +489,11 @@ describe("in use: 409 conflict with details", () => {
     expect((await admin.delete(`/api/v1/escalation-policies/${second}`)).status).toBe(204);
     const settingsOnly = await admin.delete(`${BASE}/${channel.id}`);
     expectError(settingsOnly, 409, "conflict");
-    expect(settingsOnly.body.error.details).toEqual({ policy_ids: [], in_settings: true });
+    expect(settingsOnly.body.error.details).toEqual({
+      policy_ids: [],
+      in_settings: true,
+      ingest_token_ids: [],
+    });
 
     // From the default channels to the incident channels: still in the settings.
     const moved = await admin.put("/api/v1/org/settings", {
@@ -491,7 +503,7 @@ describe("in use: 409 conflict with details", () => {
     expect(moved.body.notifications).toEqual({ default_channel_ids: [], incident_channel_ids: [channel.id] });
     const incident = await admin.delete(`${BASE}/${channel.id}`);
     expectError(incident, 409, "conflict");
-    expect(incident.body.error.details).toEqual({ policy_ids: [], in_settings: true });
+    expect(incident.body.error.details).toEqual({ policy_ids: [], in_settings: true, ingest_token_ids: [] });
     expect((await admin.get(`${BASE}/${channel.id}`)).body).toEqual(channel);
 
     // Out of the settings: it can go.
@@ -598,6 +610,16 @@ describe("channels of ingest tokens", () => {
     expect(bound.body.token.startsWith(bound.body.prefix)).toBe(true);
     const { token: _token, ...listed } = bound.body;
     expect((await admin.get("/api/v1/org/ingest-tokens?limit=200")).body.data).toContainEqual(listed);
+
+    // A channel with a live token bound to it stays until the token is revoked.
+    const inUse = await admin.delete(`${BASE}/${consumer.id}`);
+    expect(inUse.status).toBe(409);
+    expect(inUse.body.error.details).toEqual({
+      policy_ids: [],
+      in_settings: false,
+      ingest_token_ids: [bound.body.id],
+    });
+    expect((await admin.delete(`/api/v1/org/ingest-tokens/${bound.body.id}`)).status).toBe(204);
 
     const unbound = await admin.post("/api/v1/org/ingest-tokens", { name: "unbound", channel_id: null });
     expect(unbound.status).toBe(201);
