@@ -174,7 +174,7 @@ export class Dispatcher {
     if (channel.enabled !== 1) {
       await addTimeline(tx, alert.id, now, "target_skipped", {
         ...step,
-        channel_id: channel.id,
+        target: { type: "channel", id: channel.id },
         reason: "disabled",
       });
       return 0;

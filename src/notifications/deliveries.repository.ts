@@ -59,7 +59,14 @@ export async function claimDueDeliveries(db: Db, now: number, leaseUntil: number
 export async function markDelivered(db: Db, id: string, now: number, status: number | null): Promise<void> {
   await db
     .updateTable("notification_deliveries")
-    .set({ status: "sent", sent_at: now, last_status: status, last_error: null })
+    .set((eb) => ({
+      status: "sent",
+      // The successful attempt counts too: a delivery sent at once shows 1.
+      attempts: eb("attempts", "+", 1),
+      sent_at: now,
+      last_status: status,
+      last_error: null,
+    }))
     .where("id", "=", id)
     .execute();
 }
