@@ -66,7 +66,7 @@ export interface AlertFilter {
 
 /**
  * One page of alerts by keyset: `fired_at` ascending or descending; `severity` by rank then
- * newest first; ties always fall back to `-fired_at`, then id.
+ * newest first; ties always fall back to `-fired_at`, then id ascending.
  */
 export function listAlerts(db: Db, orgId: string, f: AlertFilter): Promise<AlertTable[]> {
   let query = db.selectFrom("alerts").selectAll().where("org_id", "=", orgId);
@@ -89,13 +89,13 @@ export function listAlerts(db: Db, orgId: string, f: AlertFilter): Promise<Alert
       if (f.sort === "fired_at") {
         return eb.or([
           eb("fired_at", ">", a as number),
-          eb.and([eb("fired_at", "=", a as number), eb("id", "<", b as string)]),
+          eb.and([eb("fired_at", "=", a as number), eb("id", ">", b as string)]),
         ]);
       }
       if (f.sort === "-fired_at") {
         return eb.or([
           eb("fired_at", "<", a as number),
-          eb.and([eb("fired_at", "=", a as number), eb("id", "<", b as string)]),
+          eb.and([eb("fired_at", "=", a as number), eb("id", ">", b as string)]),
         ]);
       }
       const beyond = f.sort === "severity" ? ">" : "<";
@@ -105,7 +105,7 @@ export function listAlerts(db: Db, orgId: string, f: AlertFilter): Promise<Alert
           eb("severity_rank", "=", a as number),
           eb.or([
             eb("fired_at", "<", b as number),
-            eb.and([eb("fired_at", "=", b as number), eb("id", "<", c as string)]),
+            eb.and([eb("fired_at", "=", b as number), eb("id", ">", c as string)]),
           ]),
         ]),
       ]);
@@ -114,7 +114,7 @@ export function listAlerts(db: Db, orgId: string, f: AlertFilter): Promise<Alert
   if (f.sort === "severity" || f.sort === "-severity") {
     query = query.orderBy("severity_rank", f.sort === "severity" ? "asc" : "desc");
   }
-  query = query.orderBy("fired_at", f.sort === "fired_at" ? "asc" : "desc").orderBy("id", "desc");
+  query = query.orderBy("fired_at", f.sort === "fired_at" ? "asc" : "desc").orderBy("id", "asc");
   return query.limit(f.limit + 1).execute();
 }
 

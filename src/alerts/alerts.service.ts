@@ -11,7 +11,7 @@ import { AppError, errors } from "../errors.ts";
 import type { Dispatcher } from "../escalation/dispatcher.ts";
 import { findPolicy } from "../escalation/policies.repository.ts";
 import { type PolicySnapshot, snapshotOf } from "../escalation/policy.ts";
-import { appendEvent } from "../events/outbox.ts";
+import { appendEvent, rewriteEventData } from "../events/outbox.ts";
 import { toPage } from "../http/pagination.ts";
 import { newId } from "../ids.ts";
 import type { MonitorTable, Severity } from "../monitors/monitor.table.ts";
@@ -128,6 +128,7 @@ export class AlertService {
       escalate_at: result.escalateAt,
     };
     await updateAlert(tx, row.id, changes);
+    await rewriteEventData(tx, event, toAlert({ ...row, ...changes }));
     if (monitor.status !== "down") await updateMonitor(tx, monitor.id, { status: "down", updated_at: now });
     return { alert: toAlert({ ...row, ...changes }), created: true };
   }
@@ -173,7 +174,7 @@ export class AlertService {
       await updateAlert(tx, alert.id, changes);
       await addTimeline(tx, alert.id, now, "acknowledged", { by, ...(note ? { note } : {}) });
       const view = toAlert({ ...alert, ...changes });
-      await this.emit(tx, alert.org_id, alert.id, "run.service.alert.acknowledged.v1", view, now);
+      await this.announce(tx, { ...alert, ...changes }, "run.service.alert.acknowledged.v1", view, now);
       return { ...view, already_acknowledged: false };
     });
   }
@@ -212,13 +213,15 @@ export class AlertService {
     await updateAlert(tx, alert.id, changes);
     await addTimeline(tx, alert.id, now, "resolved", { by, auto, ...(note ? { note } : {}) });
     const view = toAlert({ ...alert, ...changes });
-    await this.emit(tx, alert.org_id, alert.id, "run.service.alert.resolved.v1", view, now);
+    await this.announce(tx, { ...alert, ...changes }, "run.service.alert.resolved.v1", view, now);
     return { ...view, already_resolved: false };
   }
 
-  private async emit(tx: Db, orgId: string, alertId: string, type: string, data: unknown, now: number) {
-    const org = await this.orgOf(tx, orgId);
-    return appendEvent(tx, { org, area: "alerts", resourceId: alertId, type, data, time: now });
+  /** The change's event, also sent to the channels that were paged about the alert. */
+  private async announce(tx: Db, alert: AlertTable, type: string, data: unknown, now: number) {
+    const org = await this.orgOf(tx, alert.org_id);
+    const event = await appendEvent(tx, { org, area: "alerts", resourceId: alert.id, type, data, time: now });
+    await this.dispatcher.followUp({ tx, org, alert, event, now });
   }
 
   /** Scheduler job: escalations whose time has come move to the next step (or pass). */

@@ -14,7 +14,7 @@ import { appendEvent, type OutboundEvent } from "../events/outbox.ts";
 import type { NotificationChannelTable } from "../notifications/channel.table.ts";
 import { findChannels } from "../notifications/channels.repository.ts";
 import type { Deliverer } from "../notifications/deliverer.ts";
-import { enqueueDelivery } from "../notifications/deliveries.repository.ts";
+import { channelsNotifiedFor, enqueueDelivery } from "../notifications/deliveries.repository.ts";
 import type { ScheduleService } from "../schedules/schedules.service.ts";
 import type { PolicySnapshot, StoredStep } from "./policy.ts";
 
@@ -54,6 +54,17 @@ export class Dispatcher {
       now: input.now,
     });
     this.store.afterCommit(() => this.deliverer.kick());
+  }
+
+  /**
+   * Sends an acknowledge or resolve to the channels that were paged about the alert, so a
+   * chat room or webhook sees the end of what it saw begin. Users are not emailed again.
+   */
+  async followUp(input: DispatchInput): Promise<void> {
+    const channelIds = await channelsNotifiedFor(input.tx, input.alert.id);
+    for (const channel of await findChannels(input.tx, input.org.id, channelIds)) {
+      if (channel.enabled === 1) await this.queue(input, channel.id, null);
+    }
   }
 
   /** Notifies from step `start` of pass `pass` on, escalating at once past steps that reach nobody. */

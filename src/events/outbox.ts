@@ -72,3 +72,16 @@ export async function eventBody(db: Db, orgId: string, id: string): Promise<stri
     .executeTakeFirst();
   return row?.body;
 }
+
+/**
+ * Replaces an event's data before its transaction commits: an alert's `fired` event is
+ * appended before step 1 is dispatched (deliveries name it) and then carries the alert as
+ * dispatch left it. Never used on a committed event.
+ */
+export async function rewriteEventData(db: Db, event: OutboundEvent, data: unknown): Promise<void> {
+  await db
+    .updateTable("events")
+    .set({ body: JSON.stringify({ ...event, data }) })
+    .where("id", "=", event.id)
+    .execute();
+}

@@ -104,3 +104,15 @@ export function listDeliveries(
     .limit(filter.limit + 1)
     .execute();
 }
+
+/** The channels an alert's notifications went to, for the follow-ups of its acknowledge and resolve. */
+export async function channelsNotifiedFor(db: Db, alertId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom("notification_deliveries")
+    .select("channel_id")
+    .distinct()
+    .where("alert_id", "=", alertId)
+    .where("channel_id", "is not", null)
+    .execute();
+  return rows.map((r) => r.channel_id as string);
+}

@@ -258,7 +258,7 @@ describe("escalation through a policy", () => {
   );
 
   test(
-    "an acknowledge stops the escalation: no webhook after it",
+    "an acknowledge stops the escalation: the paged channel hears of the ack, step 2 never fires",
     async () => {
       const a = await webhook("Ack A");
       const b = await webhook("Ack B");
@@ -272,8 +272,14 @@ describe("escalation through a policy", () => {
       const ack = await api.post(`/api/v1/alerts/${alert.id}/ack`, {});
       expect(ack.status).toBe(200);
       await Bun.sleep(3_000);
-      expect(receiver.for(a.path, alert.id)).toHaveLength(1);
+      expect(receiver.for(a.path, alert.id).map((r) => r.json?.type)).toEqual([
+        "run.service.alert.fired.v1",
+        "run.service.alert.acknowledged.v1",
+      ]);
       expect(receiver.for(b.path, alert.id)).toHaveLength(0);
+      // The fired event carries the alert as step 1 left it.
+      const fired = receiver.for(a.path, alert.id)[0]?.json?.data as Record<string, unknown>;
+      expect([fired.current_escalation_step, fired.notification_count]).toEqual([1, 1]);
       const after = await getAlert(alert.id);
       expect([after.status, after.current_escalation_step, after.notification_count]).toEqual([
         "acknowledged",
