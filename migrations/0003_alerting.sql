@@ -99,10 +99,11 @@ CREATE TABLE alerts (
 CREATE INDEX alerts_org_fired ON alerts (org_id, fired_at DESC, id);
 CREATE INDEX alerts_org_status_fired ON alerts (org_id, status, fired_at DESC, id);
 CREATE INDEX alerts_org_severity_fired ON alerts (org_id, severity_rank, fired_at DESC, id);
+CREATE INDEX alerts_org_severity_desc_fired ON alerts (org_id, severity_rank DESC, fired_at DESC, id);
 CREATE INDEX alerts_org_monitor_fired ON alerts (org_id, monitor_id, fired_at DESC, id);
 CREATE INDEX alerts_org_group_fired ON alerts (org_id, group_id, fired_at DESC, id);
 CREATE UNIQUE INDEX alerts_open_dedup ON alerts (monitor_id, dedup_key) WHERE status != 'resolved';
-CREATE INDEX alerts_monitor_dedup ON alerts (monitor_id, dedup_key, fired_at DESC);
+CREATE INDEX alerts_monitor_dedup ON alerts (monitor_id, dedup_key, fired_at DESC, id DESC);
 CREATE INDEX alerts_escalate_due ON alerts (escalate_at) WHERE escalate_at IS NOT NULL;
 CREATE INDEX alerts_auto_resolve_due ON alerts (auto_resolve_at) WHERE auto_resolve_at IS NOT NULL;
 
