@@ -123,6 +123,19 @@ async function deliveries(channelId: string, query = "", client = api): Promise<
   return res.body.data;
 }
 
+/**
+ * A channel's deliveries once none is still on its first try: the receiver sees a request
+ * a moment before svc records the answer, so reading right away could find it pending.
+ */
+async function settledDeliveries(channelId: string): Promise<any[]> {
+  const deadline = Date.now() + 3_000;
+  for (;;) {
+    const rows = await deliveries(channelId);
+    if (rows.every((d) => d.status !== "pending" || d.attempts > 0) || Date.now() > deadline) return rows;
+    await Bun.sleep(20);
+  }
+}
+
 /** Checks what every webhook request must be: signed, fresh, a structured CloudEvent of the alert. */
 function expectWebhook(r: Received, type: string, alertId: string) {
   expect(r.signatureOk).toBe(true);
@@ -234,7 +247,7 @@ describe("escalation through a policy", () => {
         [a, [got[2], got[0]]],
         [b, [got[3], got[1]]],
       ] as const) {
-        const rows = await deliveries(c.id);
+        const rows = await settledDeliveries(c.id);
         expect(rows.map((d) => d.event_id)).toEqual(events.map((r) => (r as Received).json.id));
         for (const d of rows) {
           expect(d).toEqual({
@@ -527,7 +540,7 @@ describe("users and schedules", () => {
       const after = await getAlert(alert.id);
       expect([after.current_escalation_step, after.notification_count]).toEqual([1, 2]);
       // The email channel's delivery is sent once its email is queued.
-      const rows = await deliveries(emailChannel.id);
+      const rows = await settledDeliveries(emailChannel.id);
       expect(rows.map((d) => [d.alert_id, d.status])).toEqual([[alert.id, "sent"]]);
     },
     SLOW,
@@ -713,7 +726,7 @@ describe("channel types", () => {
       const { alert } = await fire(await policy([{ delay_seconds: 60, targets: [ch(consumer), ch(a)] }]));
       await receiver.waitFor((x) => x.path === a.path && x.json?.subject === alert.id);
       expect(await deliveries(consumer.id)).toEqual([]);
-      expect((await deliveries(a.id)).map((d) => d.status)).toEqual(["sent"]);
+      expect((await settledDeliveries(a.id)).map((d) => d.status)).toEqual(["sent"]);
       expect((await timeline(alert.id)).map((e) => [e.type, e.data])).toEqual([
         ["fired", { summary: "Database down", severity: "critical" }],
         ["notification_sent", { step: 1, channel: "Consumer", channel_id: consumer.id }],
@@ -743,7 +756,9 @@ describe("channel types", () => {
       expect(got.json).toEqual({
         text: `[FIRING] critical: Queue stuck — <${server.base}/api/v1/alerts/${alert.id}|${alert.id}>`,
       });
-      expect((await deliveries(slack.id)).map((d) => [d.status, d.last_status])).toEqual([["sent", 200]]);
+      expect((await settledDeliveries(slack.id)).map((d) => [d.status, d.last_status])).toEqual([
+        ["sent", 200],
+      ]);
     },
     SLOW,
   );
