@@ -86,7 +86,7 @@ function withoutSecret(created: Record<string, unknown>) {
 const slackBody = (name = "Slack #ops") => ({
   name,
   type: "slack",
-  config: { webhook_url: "https://hooks.slack.com/services/T000/B000/XXXX" },
+  config: { webhook_url: "https://hooks.slack.com/services/T000/B000/abcd" },
 });
 
 async function createPolicy(channelId: string, name = "Uses the channel"): Promise<string> {
@@ -190,7 +190,7 @@ describe("CRUD for each type", () => {
         {
           name: "Slack #ops",
           type: "slack",
-          config: { webhook_url: "https://hooks.slack.com/services/T000/B000/XXXX" },
+          config: { webhook_url: "https://hooks.slack.com/services/T000/B000/abcd" },
           trusted: false,
           enabled: true,
         },
