@@ -18,6 +18,7 @@ import { createHttpApp } from "./http/server.ts";
 import type { Logger } from "./log.ts";
 import { Mailer } from "./mail/mailer.ts";
 import { pendingEmailCount } from "./mail/outbox.ts";
+import { deliveryCounts } from "./notifications/deliveries.repository.ts";
 import { Scheduler } from "./scheduler.ts";
 import { createServices, type Services } from "./services.ts";
 import { DAY, HOUR } from "./time.ts";
@@ -181,6 +182,14 @@ export class App {
           labels: { key_id: r.id, org_id: r.org_id },
           value: r.expires_at === null ? -1 : Math.round(((r.expires_at - now) / DAY) * 100) / 100,
         }));
+      },
+    });
+    this.metrics.addGauge({
+      name: "svc_notification_deliveries",
+      help: "Notification deliveries waiting to be sent (pending) or given up on (dead).",
+      read: async () => {
+        const counts = new Map((await deliveryCounts(read)).map((c) => [c.status, c.n]));
+        return ["pending", "dead"].map((status) => ({ labels: { status }, value: counts.get(status) ?? 0 }));
       },
     });
     this.metrics.addGauge({

@@ -116,3 +116,14 @@ export async function channelsNotifiedFor(db: Db, alertId: string): Promise<stri
     .execute();
   return rows.map((r) => r.channel_id as string);
 }
+
+/** Deliveries by status, for the queue-depth gauge. */
+export async function deliveryCounts(db: Db): Promise<{ status: string; n: number }[]> {
+  const rows = await db
+    .selectFrom("notification_deliveries")
+    .select(["status", (eb) => eb.fn.countAll<number>().as("n")])
+    .where("status", "in", ["pending", "dead"])
+    .groupBy("status")
+    .execute();
+  return rows.map((r) => ({ status: r.status, n: Number(r.n) }));
+}

@@ -460,6 +460,8 @@ describe("health and metrics", () => {
       /^svc_http_requests_total\{[^}]*route="\/api\/v1\/teams"[^}]*status="201"[^}]*\} \d+$/m,
     );
     expect(res.text).toContain("# TYPE svc_api_key_days_to_expiry gauge");
+    expect(res.text).toMatch(/^svc_notification_deliveries\{status="pending"\} 0$/m);
+    expect(res.text).toMatch(/^svc_notification_deliveries\{status="dead"\} 0$/m);
     const initKey = server.init?.api_key.id as string;
     const initLine = new RegExp(
       `^svc_api_key_days_to_expiry\\{[^}]*key_id="${initKey}"[^}]*\\} ([-\\d.]+)$`,
