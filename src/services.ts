@@ -7,11 +7,14 @@ import { AlertService } from "./alerts/alerts.service.ts";
 import { EventsApi } from "./alerts/events-api.ts";
 import { Dispatcher } from "./escalation/dispatcher.ts";
 import { PolicyService } from "./escalation/policies.service.ts";
+import { IncidentService } from "./incidents/incidents.service.ts";
 import { MonitorService } from "./monitors/monitors.service.ts";
 import { MonitorRuntime } from "./monitors/runtime.ts";
 import { ChannelService } from "./notifications/channels.service.ts";
 import { Deliverer } from "./notifications/deliverer.ts";
 import { ScheduleService } from "./schedules/schedules.service.ts";
+import { PublicStatusPages } from "./status-pages/public.ts";
+import { StatusPageService } from "./status-pages/status-pages.service.ts";
 
 export interface Services {
   accounts: Accounts;
@@ -19,6 +22,9 @@ export interface Services {
   eventsApi: EventsApi;
   deliverer: Deliverer;
   runtime: MonitorRuntime;
+  incidents: IncidentService;
+  statusPages: StatusPageService;
+  publicPages: PublicStatusPages;
   alertmanager: AlertmanagerReceiver;
   schedules: ScheduleService;
   channels: ChannelService;
@@ -36,6 +42,9 @@ export function createServices(ctx: AccountsContext, signer: SessionSigner): Ser
     eventsApi: new EventsApi(() => ctx.store.read, alerts),
     deliverer,
     runtime: new MonitorRuntime(ctx, alerts),
+    incidents: new IncidentService(ctx, deliverer),
+    statusPages: new StatusPageService(ctx),
+    publicPages: new PublicStatusPages(ctx.store),
     alertmanager: new AlertmanagerReceiver(() => ctx.store.read, alerts),
     schedules,
     channels: new ChannelService(ctx),

@@ -124,3 +124,10 @@ export async function setUserTeams(db: Db, userId: string, teamIds: string[]): P
       .execute();
   }
 }
+
+/** Emails of users by id (users that no longer exist are left out). */
+export async function emailsOf(db: Db, userIds: string[]): Promise<Map<string, string>> {
+  if (userIds.length === 0) return new Map();
+  const rows = await db.selectFrom("users").select(["id", "email"]).where("id", "in", userIds).execute();
+  return new Map(rows.map((r) => [r.id, r.email]));
+}

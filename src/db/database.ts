@@ -8,6 +8,12 @@ import type { AlertTable, AlertTimelineTable } from "../alerts/alert.table.ts";
 import type { EscalationPolicyTable, EscalationPolicyTargetTable } from "../escalation/policy.table.ts";
 import type { EventTable } from "../events/event.table.ts";
 import type { IdempotencyRecordTable } from "../http/idempotency.table.ts";
+import type {
+  IncidentMonitorTable,
+  IncidentStatusPageTable,
+  IncidentTable,
+  IncidentUpdateTable,
+} from "../incidents/incident.table.ts";
 import type { EmailOutboxTable } from "../mail/email.table.ts";
 import type { MonitorTable } from "../monitors/monitor.table.ts";
 import type { NotificationChannelTable, NotificationDeliveryTable } from "../notifications/channel.table.ts";
@@ -16,6 +22,7 @@ import type {
   ScheduleParticipantTable,
   ScheduleTable,
 } from "../schedules/schedule.table.ts";
+import type { StatusPageTable } from "../status-pages/status-page.table.ts";
 
 export interface Database {
   orgs: OrgTable;
@@ -37,4 +44,9 @@ export interface Database {
   alerts: AlertTable;
   alert_timeline: AlertTimelineTable;
   events: EventTable;
+  status_pages: StatusPageTable;
+  incidents: IncidentTable;
+  incident_monitors: IncidentMonitorTable;
+  incident_status_pages: IncidentStatusPageTable;
+  incident_updates: IncidentUpdateTable;
 }

@@ -14,12 +14,14 @@ import type { Config } from "../config.ts";
 import type { Store } from "../db/store.ts";
 import { AppError, errorBody } from "../errors.ts";
 import { policyRoutes } from "../escalation/policies.routes.ts";
+import { incidentRoutes } from "../incidents/incidents.routes.ts";
 import { type Logger, redactPath } from "../log.ts";
 import { ingressRoutes } from "../monitors/ingress.routes.ts";
 import { monitorRoutes } from "../monitors/monitors.routes.ts";
 import { channelRoutes } from "../notifications/channels.routes.ts";
 import { scheduleRoutes } from "../schedules/schedules.routes.ts";
 import type { Services } from "../services.ts";
+import { publicStatusRoutes, statusPageRoutes } from "../status-pages/status-pages.routes.ts";
 import { healthRoutes } from "./health.ts";
 import { Idempotency } from "./idempotency.ts";
 import type { Metrics } from "./metrics.ts";
@@ -48,6 +50,9 @@ export function routes(deps: HttpDeps): RouteDef[] {
     ...monitorRoutes(deps.monitors),
     ...alertRoutes(deps.alerts, deps.eventsApi, deps.config),
     ...ingressRoutes(deps.runtime, deps.alertmanager, deps.config),
+    ...incidentRoutes(deps.incidents),
+    ...statusPageRoutes(deps.statusPages),
+    ...publicStatusRoutes(deps.publicPages),
   ];
 }
 

@@ -14,7 +14,7 @@ import { MINUTE } from "../time.ts";
 import type { NotificationChannelTable, NotificationDeliveryTable } from "./channel.table.ts";
 import { findChannel } from "./channels.repository.ts";
 import { claimDueDeliveries, markAttemptFailed, markDelivered } from "./deliveries.repository.ts";
-import { alertEmail, alertText } from "./messages.ts";
+import { notificationEmail, notificationText } from "./messages.ts";
 
 export const MAX_ATTEMPTS = 8;
 const LEASE_MS = 2 * MINUTE;
@@ -110,7 +110,9 @@ export class Deliverer {
     const event = JSON.parse(body) as OutboundEvent;
     const emailsTo = (to: string[]) => ({
       status: null,
-      emails: to.map((address) => alertEmail(delivery.org_id, address, event, this.ctx.config.base_url)),
+      emails: to.map((address) =>
+        notificationEmail(delivery.org_id, address, event, this.ctx.config.base_url),
+      ),
     });
     if (delivery.channel_id === null) {
       const user = delivery.user_id ? await findUserById(db, delivery.user_id) : undefined;
@@ -131,7 +133,7 @@ export class Deliverer {
         return { status, emails: [] };
       }
       case "slack": {
-        const text = JSON.stringify({ text: alertText(event, this.ctx.config.base_url) });
+        const text = JSON.stringify({ text: notificationText(event, this.ctx.config.base_url) });
         const status = await this.post(
           config.webhook_url as string,
           text,

@@ -124,12 +124,6 @@ export async function deleteOverride(db: Db, id: string): Promise<void> {
   await db.deleteFrom("schedule_overrides").where("id", "=", id).execute();
 }
 
-export async function emailsOf(db: Db, userIds: string[]): Promise<Map<string, string>> {
-  if (userIds.length === 0) return new Map();
-  const rows = await db.selectFrom("users").select(["id", "email"]).where("id", "in", userIds).execute();
-  return new Map(rows.map((r) => [r.id, r.email]));
-}
-
 /** Marks a change to a schedule's overrides (its `updated_at` is about the schedule itself). */
 export async function bumpScheduleVersion(db: Db, id: string): Promise<void> {
   await db

@@ -3,7 +3,7 @@ import type { Principal } from "../accounts/access.ts";
 import type { AccountsContext } from "../accounts/context.ts";
 import { newLinkToken, sha256 } from "../accounts/secrets.ts";
 import { checkTeamExists, checkTeamWrite } from "../accounts/team-access.ts";
-import { existingUserIds, findUser } from "../accounts/users.repository.ts";
+import { emailsOf, existingUserIds, findUser } from "../accounts/users.repository.ts";
 import type { Db } from "../db/store.ts";
 import { AppError, errors, requireName } from "../errors.ts";
 import { policiesTargeting } from "../escalation/policies.repository.ts";
@@ -26,7 +26,6 @@ import {
   bumpScheduleVersion,
   deleteOverride,
   deleteSchedule,
-  emailsOf,
   findOverride,
   findSchedule,
   findScheduleByFeedHash,
