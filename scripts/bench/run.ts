@@ -1,6 +1,6 @@
 /**
  * `bun run bench`: the performance figures in one run (one process tree): the HTTP foundation,
- * the store, schedules and alerting.
+ * the store, schedules, alerting and public status pages.
  *
  *   BENCH_SECONDS=10 bun scripts/bench/run.ts
  *
@@ -15,6 +15,7 @@ import { runAlertingBench } from "./alerting.ts";
 import { runFoundation } from "./foundation.ts";
 import { installCleanupHandlers, printSummary } from "./lib.ts";
 import { runSchedulesBench } from "./schedules.ts";
+import { runStatusPagesBench } from "./status-pages.ts";
 import { runStoreBench } from "./store.ts";
 
 installCleanupHandlers();
@@ -25,6 +26,7 @@ try {
     ...(await runStoreBench()),
     ...(await runSchedulesBench()),
     ...(await runAlertingBench()),
+    ...(await runStatusPagesBench()),
   ];
   printSummary(rows);
   console.log(`  total time ${Math.round((performance.now() - started) / 1000)} s`);

@@ -1,5 +1,7 @@
 /** Public status pages through a real server: no credential, only public updates, fresh after every change. */
+import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
 import { type Client, TestServer } from "../support/harness.ts";
 
 let server: TestServer;
@@ -125,4 +127,48 @@ describe("public status pages", () => {
     expect(json.status).toBe(404);
     expect(((await json.json()) as any).error.code).toBe("not_found");
   });
+});
+
+describe("recent incidents age out", () => {
+  test("an incident resolved more than 7 days ago is no longer on the page", async () => {
+    const own = await TestServer.start();
+    try {
+      const client = own.client();
+      const page = (await client.post("/api/v1/status-pages", { slug: "ageing", title: "Ageing" })).body.id;
+      const recent = (
+        await client.post("/api/v1/incidents", {
+          title: "Last week",
+          severity: "minor",
+          status_page_ids: [page],
+        })
+      ).body.id;
+      const old = (
+        await client.post("/api/v1/incidents", {
+          title: "Long ago",
+          severity: "minor",
+          status_page_ids: [page],
+        })
+      ).body.id;
+      for (const id of [recent, old]) await client.patch(`/api/v1/incidents/${id}`, { status: "resolved" });
+      // Time cannot be moved inside the server, so the clock of the stored rows is: stop it,
+      // move one resolution 8 days and the other 6 days into the past, start it again.
+      expect(await own.stop()).toBe(0);
+      const db = new Database(join(own.dataDir, "svc.db"));
+      const day = 86_400_000;
+      db.query("UPDATE incidents SET resolved_at = ? WHERE id = ?").run(Date.now() - 8 * day, old);
+      db.query("UPDATE incidents SET resolved_at = ? WHERE id = ?").run(Date.now() - 6 * day, recent);
+      db.close();
+      const again = await TestServer.start({ dataDir: own.dataDir, init: false });
+      try {
+        const body = (await (
+          await fetch(`${again.base}/status/${own.orgSlug}/ageing/index.json`)
+        ).json()) as any;
+        expect(body.recent_incidents.map((i: { title: string }) => i.title)).toEqual(["Last week"]);
+      } finally {
+        await again.stop();
+      }
+    } finally {
+      await own.dispose();
+    }
+  }, 30_000);
 });
