@@ -134,6 +134,7 @@ CREATE TABLE notification_deliveries (
 );
 CREATE INDEX notification_deliveries_due ON notification_deliveries (next_attempt_at) WHERE status = 'pending';
 CREATE INDEX notification_deliveries_channel ON notification_deliveries (channel_id, id);
+CREATE INDEX notification_deliveries_alert ON notification_deliveries (alert_id);
 
 -- The outbound event log: every state change writes its CloudEvent here in the same
 -- transaction as the change. `seq` orders events in commit order for consumers.

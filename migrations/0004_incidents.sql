@@ -32,6 +32,8 @@ CREATE TABLE incident_monitors (
   PRIMARY KEY (incident_id, monitor_id)
 );
 
+CREATE INDEX incident_monitors_monitor ON incident_monitors (monitor_id);
+
 CREATE TABLE incident_status_pages (
   incident_id TEXT NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,
   status_page_id TEXT NOT NULL REFERENCES status_pages(id) ON DELETE CASCADE,

@@ -204,6 +204,7 @@ export class App {
     this.ready = false;
     await this.server?.server?.stop(false);
     await this.scheduler?.stop();
+    await this.services.deliverer.idle();
     this.mailer?.close();
     await this.store.close();
   }

@@ -16,7 +16,8 @@ import { toPage } from "../http/pagination.ts";
 import { newId } from "../ids.ts";
 import type { MonitorTable, Severity } from "../monitors/monitor.table.ts";
 import { SEVERITY_RANK } from "../monitors/monitor.ts";
-import { openAlertIds, updateMonitor } from "../monitors/monitors.repository.ts";
+import { findMonitorById, openAlertIds } from "../monitors/monitors.repository.ts";
+import { setMonitorStatus, setMonitorStatusById } from "../monitors/status.ts";
 import type { AlertTable } from "./alert.table.ts";
 import { toAlert, toTimelineEntry } from "./alert.ts";
 import {
@@ -69,7 +70,11 @@ export class AlertService {
   }
 
   /** `trigger` inside the caller's transaction (a monitor going down fires in its own). */
-  async triggerIn(tx: Db, monitor: MonitorTable, input: Trigger, now: number) {
+  async triggerIn(tx: Db, given: MonitorTable, input: Trigger, now: number) {
+    // The caller read the monitor before this transaction: it may have been deleted since.
+    const current = await findMonitorById(tx, given.id);
+    if (!current) throw errors.notFound("Monitor");
+    const monitor = { ...current, status: given.status };
     const latest = await latestAlertFor(tx, monitor.id, input.dedupKey);
     if (latest && latest.status !== "resolved") {
       if (latest.source_down === 0 || latest.auto_resolve_at !== null) {
@@ -129,7 +134,7 @@ export class AlertService {
     };
     await updateAlert(tx, row.id, changes);
     await rewriteEventData(tx, event, toAlert({ ...row, ...changes }));
-    if (monitor.status !== "down") await updateMonitor(tx, monitor.id, { status: "down", updated_at: now });
+    await setMonitorStatus(tx, monitor, "down", now);
     return { alert: toAlert({ ...row, ...changes }), created: true };
   }
 
@@ -153,7 +158,7 @@ export class AlertService {
       monitor.status === "down" &&
       (await openAlertIds(tx, monitor.id)).length === 0
     ) {
-      await updateMonitor(tx, monitor.id, { status: "up", updated_at: now });
+      await setMonitorStatus(tx, monitor, "up", now);
     }
     return toAlert({ ...latest, ...changes });
   }
@@ -253,12 +258,14 @@ export class AlertService {
           time: now,
         });
         const result = await this.dispatcher.run({ tx, org, alert, event, now }, snapshot, step, pass);
-        await updateAlert(tx, alert.id, {
+        const changes = {
           current_escalation_step: result.step,
           escalation_pass: result.pass,
           notification_count: alert.notification_count + result.notifications,
           escalate_at: result.escalateAt,
-        });
+        };
+        await updateAlert(tx, alert.id, changes);
+        await rewriteEventData(tx, event, toAlert({ ...alert, ...changes }));
       });
     }
   }
@@ -271,8 +278,9 @@ export class AlertService {
         const alert = await findAlert(tx, candidate.org_id, candidate.id);
         if (!alert || alert.auto_resolve_at === null || alert.auto_resolve_at > now) return;
         await this.resolveIn(tx, alert, `monitor:${alert.monitor_id}`, undefined, true, now);
-        if ((await openAlertIds(tx, alert.monitor_id)).length === 0)
-          await updateMonitor(tx, alert.monitor_id, { status: "up", updated_at: now });
+        if ((await openAlertIds(tx, alert.monitor_id)).length === 0) {
+          await setMonitorStatusById(tx, alert.monitor_id, "up", now);
+        }
       });
     }
   }

@@ -10,6 +10,7 @@ import { findUser } from "../accounts/users.repository.ts";
 import type { AlertTable } from "../alerts/alert.table.ts";
 import { addTimeline } from "../alerts/alerts.repository.ts";
 import type { Db, Store } from "../db/store.ts";
+import { AppError } from "../errors.ts";
 import { appendEvent, type OutboundEvent } from "../events/outbox.ts";
 import type { NotificationChannelTable } from "../notifications/channel.table.ts";
 import { findChannels } from "../notifications/channels.repository.ts";
@@ -138,7 +139,10 @@ export class Dispatcher {
       let scheduleId: string | null = null;
       if (target.type === "schedule") {
         scheduleId = target.id;
-        const onCall = await this.schedules.onCall(org.id, target.id, now).catch(() => null);
+        const onCall = await this.schedules.onCall(org.id, target.id, now).catch((error: unknown) => {
+          if (error instanceof AppError && error.code === "not_found") return null;
+          throw error;
+        });
         if (!onCall) {
           await addTimeline(tx, alert.id, now, "target_skipped", {
             step: index + 1,

@@ -36,6 +36,9 @@ function parseConfig(type: MonitorType, raw: Record<string, unknown>): Record<st
     Value.Default(configSchemaOf(type) as TSchema, structuredClone(raw)),
     "config",
   ) as Record<string, unknown>;
+  if (type === "http" && config.method === "HEAD" && config.keyword !== undefined) {
+    throw errors.field("config.keyword", "cannot be checked with HEAD, which gets no body");
+  }
   if (type === "heartbeat") {
     const hb = config as HeartbeatSettings;
     if ((hb.interval_seconds === undefined) === (hb.cron === undefined)) {
@@ -192,7 +195,12 @@ export class MonitorService {
       if (patch.escalation_policy_id !== undefined) changes.escalation_policy_id = patch.escalation_policy_id;
       if (patch.labels !== undefined) changes.labels = JSON.stringify(checkLabels(patch.labels));
       if (patch.freshness_seconds !== undefined) changes.freshness_seconds = patch.freshness_seconds;
-      if (patch.paused !== undefined) changes.paused = patch.paused ? 1 : 0;
+      if (patch.paused !== undefined) {
+        changes.paused = patch.paused ? 1 : 0;
+        // Unpausing starts the timer afresh: a deadline that passed while paused is no miss.
+        if (!patch.paused && row.paused === 1)
+          changes.due_at = firstDueAt(row.type, JSON.parse(row.config), now);
+      }
       if (patch.config !== undefined) {
         const config = parseConfig(row.type, patch.config);
         changes.config = JSON.stringify(config);

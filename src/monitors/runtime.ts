@@ -4,22 +4,24 @@
  * `freshness_seconds` (and `run.service.monitor.up.v1`). Every timer is the monitor's `due_at`.
  */
 import type { AccountsContext } from "../accounts/context.ts";
-import { findOrgById } from "../accounts/orgs.repository.ts";
 import type { AlertService } from "../alerts/alerts.service.ts";
 import type { Db } from "../db/store.ts";
 import { errors } from "../errors.ts";
-import { appendEvent } from "../events/outbox.ts";
 import { iso } from "../time.ts";
 import type { MonitorTable } from "./monitor.table.ts";
-import { type HeartbeatSettings, type HttpSettings, toMonitor } from "./monitor.ts";
+import type { HeartbeatSettings, HttpSettings } from "./monitor.ts";
 import { dueMonitors, findMonitorById, findMonitorByToken, updateMonitor } from "./monitors.repository.ts";
 import { heartbeatDeadline } from "./monitors.service.ts";
+import { setMonitorStatus } from "./status.ts";
 
 const DUE_BATCH = 50;
 /** An HTTP monitor's dedup key: one open alert per monitor (a heartbeat's is "heartbeat"). */
 const dedupKeyOf = (monitor: MonitorTable) => monitor.type;
 
 export class MonitorRuntime {
+  /** HTTP checks under way, so a check slower than its interval is not started twice. */
+  private readonly checking = new Set<string>();
+
   constructor(
     private readonly ctx: AccountsContext,
     private readonly alerts: AlertService,
@@ -33,9 +35,11 @@ export class MonitorRuntime {
       const monitor = await findMonitorById(tx, found.id);
       if (!monitor) throw errors.notFound("Heartbeat");
       const config = JSON.parse(monitor.config) as HeartbeatSettings;
+      // A failure stops the deadline until the next good ping, unless the monitor is paused
+      // (then nothing goes down and the timer must keep running for when it is unpaused).
       await updateMonitor(tx, monitor.id, {
         last_checked_at: now,
-        due_at: failed ? null : heartbeatDeadline(config, now),
+        due_at: failed && monitor.paused === 0 ? null : heartbeatDeadline(config, now),
       });
       if (failed) await this.goDown(tx, monitor, `the job reported a failure at ${iso(now)}`, now);
       else await this.goUp(tx, monitor, now);
@@ -66,7 +70,16 @@ export class MonitorRuntime {
       }
       return rows;
     });
-    await Promise.all(due.map((monitor) => this.check(monitor)));
+    // Each check runs on its own: a target that never answers must not hold up the others.
+    for (const monitor of due) {
+      if (this.checking.has(monitor.id)) continue;
+      this.checking.add(monitor.id);
+      void this.check(monitor)
+        .catch((error: unknown) =>
+          this.ctx.log.error("http check failed", { monitor_id: monitor.id, error: String(error) }),
+        )
+        .finally(() => this.checking.delete(monitor.id));
+    }
   }
 
   private async check(monitor: MonitorTable): Promise<void> {
@@ -84,7 +97,12 @@ export class MonitorRuntime {
         last_checked_at: now,
       });
       if (problem && failures >= (config.failure_threshold ?? 2)) {
-        await this.goDown(tx, current, `${config.method ?? "GET"} ${config.url}: ${problem}`, now);
+        await this.goDown(
+          tx,
+          current,
+          `${config.method ?? "GET"} ${withoutCredentials(config.url)}: ${problem}`,
+          now,
+        );
       } else if (!problem && successes >= (config.success_threshold ?? 1)) {
         await this.goUp(tx, current, now);
       }
@@ -93,9 +111,7 @@ export class MonitorRuntime {
 
   private async goDown(tx: Db, monitor: MonitorTable, reason: string, now: number): Promise<void> {
     if (monitor.status === "down" || monitor.paused === 1) return;
-    const down = { ...monitor, status: "down" as const, updated_at: now };
-    await updateMonitor(tx, monitor.id, { status: "down", updated_at: now });
-    await this.emit(tx, down, "run.service.monitor.down.v1", now);
+    const down = await setMonitorStatus(tx, monitor, "down", now);
     await this.alerts.triggerIn(
       tx,
       down,
@@ -112,23 +128,19 @@ export class MonitorRuntime {
 
   private async goUp(tx: Db, monitor: MonitorTable, now: number): Promise<void> {
     if (monitor.status === "up") return;
-    const up = { ...monitor, status: "up" as const, updated_at: now };
-    await updateMonitor(tx, monitor.id, { status: "up", updated_at: now });
-    await this.emit(tx, up, "run.service.monitor.up.v1", now);
+    const up = await setMonitorStatus(tx, monitor, "up", now);
     await this.alerts.sourceUpIn(tx, up, dedupKeyOf(monitor), now);
   }
-
-  private async emit(tx: Db, monitor: MonitorTable, type: string, now: number): Promise<void> {
-    const org = await findOrgById(tx, monitor.org_id);
-    if (!org) return;
-    await appendEvent(tx, {
-      org,
-      area: "monitors",
-      resourceId: monitor.id,
-      type,
-      data: toMonitor(monitor, this.ctx.config.base_url),
-      time: now,
-    });
+}
+/** A URL as it may be shown in alerts and events: without `user:password@`. */
+function withoutCredentials(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.username = "";
+    parsed.password = "";
+    return parsed.toString();
+  } catch {
+    return url;
   }
 }
 

@@ -42,9 +42,17 @@ class DeliveryFailure extends Error {
 
 export class Deliverer {
   private running: Promise<void> | null = null;
+  /** Sends under way, waited for at shutdown. */
+  private readonly sending = new Map<string, Promise<void>>();
   private again = false;
 
   constructor(private readonly ctx: AccountsContext) {}
+
+  /** Resolves once the sends under way have finished and been recorded (for shutdown). */
+  async idle(): Promise<void> {
+    await this.running;
+    await Promise.all(this.sending.values());
+  }
 
   /**
    * Sends what is due now instead of at the next tick: called once a transaction that queued
@@ -70,7 +78,14 @@ export class Deliverer {
   /** Scheduler job: sends what is due, concurrently. */
   async deliverDue(now = Date.now()): Promise<void> {
     const due = await this.ctx.store.write((tx) => claimDueDeliveries(tx, now, now + LEASE_MS, BATCH));
-    await Promise.all(due.map((delivery) => this.deliver(delivery)));
+    // Each send runs on its own (the lease keeps others off it): a receiver that never answers
+    // must not hold up the pages behind it.
+    for (const delivery of due) {
+      this.sending.set(
+        delivery.id,
+        this.deliver(delivery).finally(() => this.sending.delete(delivery.id)),
+      );
+    }
   }
 
   private async deliver(delivery: NotificationDeliveryTable): Promise<void> {

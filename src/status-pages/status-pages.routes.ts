@@ -93,7 +93,7 @@ export function publicStatusRoutes(pages: PublicStatusPages): RouteDef[] {
       handler: async ({ params }) => {
         const rendered = await pages.render(params.org_slug, params.page_slug);
         if (!rendered) return { status: 404, text: { contentType: HTML, content: notFoundHtml() } };
-        return reply.text(HTML, rendered.html, { "cache-control": "public, max-age=10" });
+        return reply.text(HTML, rendered.html, { "cache-control": "no-cache" });
       },
     }),
     publicRoute({
@@ -106,7 +106,7 @@ export function publicStatusRoutes(pages: PublicStatusPages): RouteDef[] {
       handler: async ({ params }) => {
         const rendered = await pages.render(params.org_slug, params.page_slug);
         if (!rendered) throw errors.notFound("Status page");
-        return reply.text(JSON_TYPE, rendered.json, { "cache-control": "public, max-age=10" });
+        return reply.text(JSON_TYPE, rendered.json, { "cache-control": "no-cache" });
       },
     }),
   ];

@@ -453,8 +453,16 @@ describe("PATCH", () => {
       name: "API",
       type: "http",
       paused: true,
-      config: { url: "https://api.example.test/health", method: "HEAD", keyword: "ok", interval_seconds: 15 },
+      config: { url: "https://api.example.test/health", method: "POST", keyword: "ok", interval_seconds: 15 },
     });
+    // HEAD gets no body, so a keyword could never be found.
+    const headWithKeyword = await admin.patch(`${BASE}/${http.id}`, {
+      config: { url: "https://api.example.test/health", method: "HEAD", keyword: "ok" },
+    });
+    expect(headWithKeyword.status).toBe(400);
+    expect(headWithKeyword.body.error.details.fields).toEqual([
+      { path: "config.keyword", problem: "cannot be checked with HEAD, which gets no body" },
+    ]);
     const replaced = await admin.patch(`${BASE}/${http.id}`, {
       config: { url: "https://api.example.test/v2" },
     });
