@@ -105,19 +105,13 @@ export class IncidentService {
     const db = this.ctx.store.read;
     const row = await findIncident(db, orgId, id);
     if (!row) throw errors.notFound("Incident");
-    return this.view(db, row, true);
+    return this.view(db, row);
   }
 
-  private async view(db: Db, row: IncidentTable, withUpdates: false): Promise<ReturnType<typeof toIncident>>;
-  private async view(
-    db: Db,
-    row: IncidentTable,
-    withUpdates: true,
-  ): Promise<ReturnType<typeof toIncident> & { updates: ReturnType<typeof toUpdate>[] }>;
-  private async view(db: Db, row: IncidentTable, withUpdates: boolean) {
+  /** The incident with its links and all its updates, newest first. */
+  private async view(db: Db, row: IncidentTable) {
     const links = await linksOf(db, [row.id]);
     const incident = toIncident(row, links.monitors.get(row.id) ?? [], links.pages.get(row.id) ?? []);
-    if (!withUpdates) return incident;
     const updates = await updatesOf(db, row.id);
     const emails = await emailsOf(db, [...new Set(updates.map((u) => u.user_id))]);
     return { ...incident, updates: updates.map((u) => toUpdate(u, emails.get(u.user_id) ?? null)) };
@@ -349,7 +343,7 @@ export class IncidentService {
   private async announce(tx: Db, row: IncidentTable, kind: EventKind, now: number): Promise<void> {
     const org = await findOrgById(tx, row.org_id);
     if (!org) return;
-    const data = await this.view(tx, row, true);
+    const data = await this.view(tx, row);
     const event = await appendEvent(tx, {
       org,
       area: "incidents",

@@ -1,6 +1,5 @@
 /** Notification channels as the API shows them, and the config each type takes. */
-import { type Static, Type as T } from "@sinclair/typebox";
-import { errors } from "../errors.ts";
+import { Type as T } from "@sinclair/typebox";
 import { Email, Name, Strict, Timestamp } from "../http/schema.ts";
 import { iso, isoOrNull } from "../time.ts";
 import type { ChannelType, NotificationChannelTable, NotificationDeliveryTable } from "./channel.table.ts";
@@ -24,8 +23,6 @@ const configSchemas = {
   email: EmailConfig,
   cloudevents: CloudEventsConfig,
 } as const;
-
-export type WebhookSettings = Static<typeof WebhookConfig>;
 
 export const ChannelInput = Strict({
   name: Name(),
@@ -74,12 +71,6 @@ export function toChannel(row: NotificationChannelTable) {
 /** The checker for a type's config; errors name `config.<field>`. */
 export function configSchema(type: ChannelType) {
   return configSchemas[type];
-}
-
-export function requireType(value: string): ChannelType {
-  if (!(CHANNEL_TYPES as readonly string[]).includes(value))
-    throw errors.field("type", "is not a channel type");
-  return value as ChannelType;
 }
 
 export const Delivery = T.Object({
