@@ -20,7 +20,7 @@ import {
   updateOrg,
   updateSettingsIfVersion,
 } from "./orgs.repository.ts";
-import { type Settings, type SettingsInput, withDefaults } from "./settings.ts";
+import { parseSettings, type Settings, type SettingsInput, withDefaults } from "./settings.ts";
 import { newUserRow, normalizeEmail, toUser } from "./user.ts";
 import { findOwner, findUser, insertUser, updateUser } from "./users.repository.ts";
 import { type InviteService, withTeams } from "./users.service.ts";
@@ -147,7 +147,7 @@ export class OrgService {
     const org = await findOrgById(this.ctx.store.read, orgId);
     if (!org) throw errors.notFound("Organization");
     return {
-      settings: withDefaults(JSON.parse(org.settings) as SettingsInput),
+      settings: parseSettings(org.settings),
       version: org.settings_version,
     };
   }

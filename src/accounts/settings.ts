@@ -91,6 +91,11 @@ export interface Settings {
   };
 }
 
+/** The settings document as stored on the org row, with defaults filled in. */
+export function parseSettings(stored: string): Settings {
+  return withDefaults(JSON.parse(stored) as SettingsInput);
+}
+
 /** Fills every left-out section and field with its default. */
 export function withDefaults(input: SettingsInput): Settings {
   const filled = {

@@ -5,7 +5,7 @@
  */
 import type { AccountsContext } from "../accounts/context.ts";
 import { findOrgById } from "../accounts/orgs.repository.ts";
-import { type Settings, type SettingsInput, withDefaults } from "../accounts/settings.ts";
+import { parseSettings, type Settings } from "../accounts/settings.ts";
 import type { Db } from "../db/store.ts";
 import { AppError, errors } from "../errors.ts";
 import type { Dispatcher } from "../escalation/dispatcher.ts";
@@ -57,7 +57,7 @@ export class AlertService {
   private async orgOf(tx: Db, orgId: string): Promise<{ id: string; slug: string; settings: Settings }> {
     const org = await findOrgById(tx, orgId);
     if (!org) throw errors.notFound("Organization");
-    return { id: org.id, slug: org.slug, settings: withDefaults(JSON.parse(org.settings) as SettingsInput) };
+    return { id: org.id, slug: org.slug, settings: parseSettings(org.settings) };
   }
 
   /**

@@ -7,7 +7,7 @@
 import { hasAdminPrivilege, type Principal } from "../accounts/access.ts";
 import type { AccountsContext } from "../accounts/context.ts";
 import { findOrgById } from "../accounts/orgs.repository.ts";
-import { type SettingsInput, withDefaults } from "../accounts/settings.ts";
+import { parseSettings } from "../accounts/settings.ts";
 import { emailsOf } from "../accounts/users.repository.ts";
 import { addTimeline, findAlert } from "../alerts/alerts.repository.ts";
 import type { Db } from "../db/store.ts";
@@ -353,7 +353,7 @@ export class IncidentService {
       time: now,
     });
     if (kind === "deleted") return;
-    const settings = withDefaults(JSON.parse(org.settings) as SettingsInput);
+    const settings = parseSettings(org.settings);
     const channels = await findChannels(tx, org.id, settings.notifications.incident_channel_ids);
     for (const channel of channels) {
       if (channel.enabled !== 1 || channel.type === "cloudevents") continue;

@@ -6,7 +6,7 @@ import { Value } from "@sinclair/typebox/value";
 import type { AccountsContext } from "../accounts/context.ts";
 import { tokensBoundTo } from "../accounts/ingest-tokens.repository.ts";
 import { findOrgById } from "../accounts/orgs.repository.ts";
-import type { Settings } from "../accounts/settings.ts";
+import { parseSettings } from "../accounts/settings.ts";
 import { AppError, errors, requireName } from "../errors.ts";
 import { policiesTargeting } from "../escalation/policies.repository.ts";
 import { toPage } from "../http/pagination.ts";
@@ -137,10 +137,10 @@ export class ChannelService {
       const policyIds = await policiesTargeting(tx, "channel", id);
       const tokenIds = await tokensBoundTo(tx, id);
       const org = await findOrgById(tx, orgId);
-      const settings = JSON.parse(org?.settings ?? "{}") as Partial<Settings>;
+      const notifications = org ? parseSettings(org.settings).notifications : null;
       const inSettings = [
-        ...(settings.notifications?.default_channel_ids ?? []),
-        ...(settings.notifications?.incident_channel_ids ?? []),
+        ...(notifications?.default_channel_ids ?? []),
+        ...(notifications?.incident_channel_ids ?? []),
       ].includes(id);
       if (policyIds.length > 0 || inSettings || tokenIds.length > 0) {
         throw new AppError(
