@@ -3,7 +3,7 @@ import { Type as T } from "@sinclair/typebox";
 import type { Config } from "../config.ts";
 import { errors } from "../errors.ts";
 import { decodeCursor } from "../http/pagination.ts";
-import { publicRoute, type RouteDef, readLimited, reply, route } from "../http/route.ts";
+import { publicRoute, type RouteDef, readJsonLoose, reply, route } from "../http/route.ts";
 import { IdParams, ListOf, listQuery, Strict, Timestamp } from "../http/schema.ts";
 import { SEVERITIES } from "../monitors/monitor.ts";
 import { parseRfc3339 } from "../time.ts";
@@ -133,14 +133,8 @@ export function alertRoutes(alerts: AlertService, eventsApi: EventsApi, config: 
       },
       requestSchema: PagerDutyEvent,
       handler: async ({ request }) => {
-        const text = await readLimited(request, config.limits.max_request_bytes);
-        let body: unknown = null;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          body = null;
-        }
-        const answer = await eventsApi.handle(body);
+        const body = await readJsonLoose(request, config.limits.max_request_bytes);
+        const answer = await eventsApi.handle(body === undefined ? null : body);
         return { status: answer.status, body: answer.body };
       },
     }),

@@ -209,6 +209,16 @@ export async function readBody(def: RouteDef, request: Request, maxBytes: number
   return check(checker, parsed);
 }
 
+/** A body in a foreign wire format, parsed as JSON: undefined when it is not JSON. */
+export async function readJsonLoose(request: Request, maxBytes: number): Promise<unknown> {
+  const text = await readLimited(request, maxBytes);
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The body as text, refusing it with 413 `payload_too_large` once it passes `maxBytes` bytes:
  * at once when Content-Length says so, else while streaming (chunked bodies), so an oversized

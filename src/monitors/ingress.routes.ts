@@ -7,7 +7,7 @@ import type { AlertmanagerReceiver } from "../alerts/alertmanager.ts";
 import { AlertmanagerWebhook } from "../alerts/alertmanager.ts";
 import type { Config } from "../config.ts";
 import { errors } from "../errors.ts";
-import { publicRoute, type RouteDef, readLimited, reply } from "../http/route.ts";
+import { publicRoute, type RouteDef, readJsonLoose, reply } from "../http/route.ts";
 import { Strict } from "../http/schema.ts";
 import type { MonitorRuntime } from "./runtime.ts";
 
@@ -55,11 +55,8 @@ export function ingressRoutes(
       requestSchema: AlertmanagerWebhook,
       response: { status: 202, schema: T.Object({ status: T.Literal("success"), alerts: T.Integer() }) },
       handler: async ({ params, request }) => {
-        const text = await readLimited(request, config.limits.max_request_bytes);
-        let body: unknown;
-        try {
-          body = JSON.parse(text);
-        } catch {
+        const body = await readJsonLoose(request, config.limits.max_request_bytes);
+        if (body === undefined) {
           throw errors.validation(
             [{ path: "body", problem: "is not valid JSON" }],
             "The request body is not valid JSON.",
