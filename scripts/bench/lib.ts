@@ -263,3 +263,15 @@ export function loadAverage(): number {
     return Number.NaN;
   }
 }
+
+/** One JSON API call to svc during set-up; throws on anything but success. */
+export async function api(base: string, authorization: string, method: string, path: string, body?: unknown) {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (response.status >= 300) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
+  return JSON.parse(text);
+}

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { onCallAt, type ScheduleSpec } from "../../src/schedules/rotation.ts";
 import { runCli, runLoad, startBare, startSvcOnPort } from "./foundation.ts";
 import {
+  api,
   envNumber,
   heading,
   installCleanupHandlers,
@@ -115,17 +116,6 @@ function inProcess(evaluations: number): { perSecond: number } {
   const started = performance.now();
   for (let i = 0; i < evaluations; i++) onCallAt(spec, instant(i));
   return { perSecond: evaluations / ((performance.now() - started) / 1000) };
-}
-
-async function api(base: string, authorization: string, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers: { authorization, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (response.status >= 300) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
-  return JSON.parse(text);
 }
 
 export async function runSchedulesBench(): Promise<SummaryRow[]> {

@@ -9,6 +9,7 @@
 import { join } from "node:path";
 import { runCli, runLoad, startBare, startSvcOnPort } from "./foundation.ts";
 import {
+  api,
   envNumber,
   heading,
   installCleanupHandlers,
@@ -24,17 +25,6 @@ import {
 } from "./lib.ts";
 
 const TARGET_RATIO = 0.6;
-
-async function api(base: string, authorization: string, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers: { authorization, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (response.status >= 300) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
-  return JSON.parse(text);
-}
 
 export async function runStatusPagesBench(): Promise<SummaryRow[]> {
   const seconds = envNumber("BENCH_SECONDS", 10);
