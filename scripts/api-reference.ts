@@ -20,8 +20,9 @@ const file = join(import.meta.dir, "../docs/api.md");
 export function endpointTable(): string {
   const config = loadConfig({}, {}, false);
   const log = createLogger("error", "json", () => {});
-  // Route declarations only read their services when called; none is called here.
-  const store = {} as Store;
+  // Route declarations only read their services when called; none is called here. The event
+  // broker subscribes to commits when it is built.
+  const store = { onCommit: () => {} } as unknown as Store;
   const defs = routes({
     ...createServices({ store, config, log }, {} as SessionSigner),
     config,

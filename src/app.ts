@@ -9,6 +9,7 @@ import { liveKeys } from "./accounts/api-keys.repository.ts";
 import type { AccountsContext } from "./accounts/context.ts";
 import { countOrgs } from "./accounts/orgs.repository.ts";
 import { SessionSigner } from "./accounts/sessions.ts";
+import { pruneCloudEvents } from "./cloudevents/retention.ts";
 import type { Config } from "./config.ts";
 import { migrate } from "./db/migrate.ts";
 import { Store } from "./db/store.ts";
@@ -119,6 +120,12 @@ export class App {
         await this.store.write((tx) => pruneIdempotency(tx, now));
       },
     });
+    const { replies } = this.services;
+    this.scheduler.add({
+      name: "cloudevents-retention",
+      everyMs: 10 * 60_000,
+      run: (now) => pruneCloudEvents(this.ctx, replies, now),
+    });
     this.registerGauges();
     this.server = createHttpApp({
       config: this.config,
@@ -193,6 +200,15 @@ export class App {
       },
     });
     this.metrics.addGauge({
+      name: "svc_cloudevents_streams",
+      help: "Open CloudEvents streams per organization.",
+      read: () =>
+        [...this.services.consumers.streamCounts()].map(([orgId, n]) => ({
+          labels: { org_id: orgId },
+          value: n,
+        })),
+    });
+    this.metrics.addGauge({
       name: "svc_store_commits",
       help: "Write transactions committed since start (each may group several requests).",
       read: () => [{ labels: {}, value: this.store.stats.commits }],
@@ -202,6 +218,8 @@ export class App {
   /** Graceful stop: no new connections, in-flight requests finish, then the database closes. */
   async stop(): Promise<void> {
     this.ready = false;
+    // An open event stream is a request that never ends: close them so the server can stop.
+    this.services.consumers.closeStreams();
     await this.server?.server?.stop(false);
     await this.scheduler?.stop();
     await this.services.deliverer.idle();

@@ -23,7 +23,8 @@ export type IdPrefix =
   | "rpl"
   | "evt"
   | "stp"
-  | "dlv";
+  | "dlv"
+  | "csm";
 
 const ulid = monotonicFactory();
 

@@ -5,8 +5,13 @@ import type { SessionSigner } from "./accounts/sessions.ts";
 import { AlertmanagerReceiver } from "./alerts/alertmanager.ts";
 import { AlertService } from "./alerts/alerts.service.ts";
 import { EventsApi } from "./alerts/events-api.ts";
+import { ConsumerService } from "./cloudevents/consumers.ts";
+import { IngestService } from "./cloudevents/ingest.ts";
+import { OidcVerifier } from "./cloudevents/oidc.ts";
+import { ReplyDispatcher } from "./cloudevents/replies.ts";
 import { Dispatcher } from "./escalation/dispatcher.ts";
 import { PolicyService } from "./escalation/policies.service.ts";
+import { EventBroker } from "./events/broker.ts";
 import { IncidentService } from "./incidents/incidents.service.ts";
 import { MonitorService } from "./monitors/monitors.service.ts";
 import { MonitorRuntime } from "./monitors/runtime.ts";
@@ -30,12 +35,16 @@ export interface Services {
   channels: ChannelService;
   policies: PolicyService;
   monitors: MonitorService;
+  ingest: IngestService;
+  consumers: ConsumerService;
+  replies: ReplyDispatcher;
 }
 
 export function createServices(ctx: AccountsContext, signer: SessionSigner): Services {
   const schedules = new ScheduleService(ctx);
   const deliverer = new Deliverer(ctx);
   const alerts = new AlertService(ctx, new Dispatcher(schedules, ctx.store, deliverer));
+  const replies = new ReplyDispatcher(ctx, alerts);
   return {
     accounts: createAccounts(ctx, signer),
     alerts,
@@ -50,5 +59,8 @@ export function createServices(ctx: AccountsContext, signer: SessionSigner): Ser
     channels: new ChannelService(ctx),
     policies: new PolicyService(ctx),
     monitors: new MonitorService(ctx),
+    ingest: new IngestService(ctx, replies, alerts, new OidcVerifier()),
+    consumers: new ConsumerService(ctx, new EventBroker(ctx.store)),
+    replies,
   };
 }

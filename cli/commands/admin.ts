@@ -169,6 +169,7 @@ export function adminCommand(): Command {
       .addOption(new Option("--user <email>", "the owning user").conflicts("service"))
       .option("--service", "a service-bound key with no user")
       .option("--expires-at <time>", "RFC 3339 time, or 'never' (default 90 days ahead)")
+      .option("--channel-id <id>", "bind the key to a cloudevents channel")
       .action(
         async (
           o: Common & {
@@ -178,6 +179,7 @@ export function adminCommand(): Command {
             user?: string;
             service?: boolean;
             expiresAt?: string;
+            channelId?: string;
           },
         ) => {
           const created = await withApp(o, async (app) => {
@@ -197,6 +199,7 @@ export function adminCommand(): Command {
               user_id: userId,
               service: o.service ?? false,
               expires_at: expires,
+              channel_id: o.channelId,
             });
           });
           await printObject(o, created);
@@ -315,6 +318,7 @@ export function adminCommand(): Command {
               role: target.role,
               scopes: null,
               keyId: null,
+              channelId: null,
               actor: target.id,
             },
             ttl,

@@ -23,6 +23,8 @@ export interface Principal {
   /** null for a session: a session is limited by the role alone. */
   scopes: ReadonlySet<Scope> | null;
   keyId: string | null;
+  /** The cloudevents channel an API key is bound to (DESIGN §5), else null. */
+  channelId: string | null;
   /** Stable identity for idempotency records and authorship (`usr_…` or `key:<id>`). */
   actor: string;
 }

@@ -12,4 +12,6 @@ export interface ApiKeyTable {
   revoked_at: number | null;
   last_used_at: number | null;
   created_at: number;
+  /** A cloudevents channel the key consumes for: it also gets the events addressed to it. */
+  channel_id: string | null;
 }

@@ -14,6 +14,9 @@ export const ApiKey = T.Object({
   scopes: T.Array(ScopeSchema),
   user_id: T.Union([T.String(), T.Null()]),
   service: T.Boolean(),
+  channel_id: T.Union([T.String(), T.Null()], {
+    description: "A cloudevents channel: the key also receives the events addressed to it.",
+  }),
   expires_at: T.Union([Timestamp(), T.Null()]),
   revoked_at: T.Union([Timestamp(), T.Null()]),
   last_used_at: T.Union([Timestamp(), T.Null()]),
@@ -37,6 +40,7 @@ export function toApiKey(row: ApiKeyTable) {
     scopes: parseScopes(row.scopes),
     user_id: row.user_id,
     service: row.service === 1,
+    channel_id: row.channel_id,
     expires_at: isoOrNull(row.expires_at),
     revoked_at: isoOrNull(row.revoked_at),
     last_used_at: isoOrNull(row.last_used_at),

@@ -21,7 +21,7 @@ export function findKeyById(db: Db, id: string): Promise<ApiKeyTable | undefined
 export interface KeyWithOwner
   extends Pick<
     ApiKeyTable,
-    "id" | "org_id" | "user_id" | "secret_hash" | "scopes" | "expires_at" | "revoked_at"
+    "id" | "org_id" | "user_id" | "secret_hash" | "scopes" | "expires_at" | "revoked_at" | "channel_id"
   > {
   role: Role | null;
   status: UserStatus | null;
@@ -34,7 +34,7 @@ export interface KeyWithOwner
 export function findKeysWithOwnerByPrefix(store: Store, prefix: string): KeyWithOwner[] {
   return store.reader
     .query(
-      `SELECT k.id, k.org_id, k.user_id, k.secret_hash, k.scopes, k.expires_at, k.revoked_at, u.role, u.status
+      `SELECT k.id, k.org_id, k.user_id, k.secret_hash, k.scopes, k.expires_at, k.revoked_at, k.channel_id, u.role, u.status
        FROM api_keys k LEFT JOIN users u ON u.id = k.user_id WHERE k.prefix = ?`,
     )
     .all(prefix) as KeyWithOwner[];
@@ -88,4 +88,16 @@ export async function revokeKeysOfUser(db: Db, userId: string, now: number): Pro
 export async function touchKeys(db: Db, ids: string[], now: number): Promise<void> {
   if (ids.length === 0) return;
   await db.updateTable("api_keys").set({ last_used_at: now }).where("id", "in", ids).execute();
+}
+
+/** Unrevoked API keys bound to a channel. */
+export async function keysBoundTo(db: Db, channelId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom("api_keys")
+    .select("id")
+    .where("channel_id", "=", channelId)
+    .where("revoked_at", "is", null)
+    .orderBy("id")
+    .execute();
+  return rows.map((r) => r.id);
 }

@@ -3,6 +3,7 @@ import type { Db } from "../db/store.ts";
 import { errors } from "../errors.ts";
 import { toPage } from "../http/pagination.ts";
 import { newId } from "../ids.ts";
+import { findChannel } from "../notifications/channels.repository.ts";
 import { DAY, parseRfc3339 } from "../time.ts";
 import { hasAdminPrivilege, type Principal, type Role, type Scope } from "./access.ts";
 import type { ApiKeyTable } from "./api-key.table.ts";
@@ -22,6 +23,8 @@ export interface NewKey {
   service?: boolean;
   /** Epoch ms; undefined means 90 days ahead, null means never. */
   expires_at?: number | null;
+  /** A cloudevents channel the key consumes for. */
+  channel_id?: string | null;
 }
 
 /**
@@ -42,6 +45,12 @@ export async function insertApiKey(
   input: Omit<NewKey, "user_id"> & { user_id: string | null },
   now = Date.now(),
 ) {
+  if (input.channel_id) {
+    const channel = await findChannel(db, orgId, input.channel_id);
+    if (channel?.type !== "cloudevents") {
+      throw errors.field("channel_id", "does not name a cloudevents channel of this organization");
+    }
+  }
   const secret = newApiKeySecret();
   const row: ApiKeyTable = {
     id: newId("key"),
@@ -56,6 +65,7 @@ export async function insertApiKey(
     revoked_at: null,
     last_used_at: null,
     created_at: now,
+    channel_id: input.channel_id ?? null,
   };
   await insertKey(db, row);
   return { ...toApiKey(row), secret: secret.secret };

@@ -117,6 +117,12 @@ export function authRoutes(accounts: Accounts): RouteDef[] {
           expires_at: T.Optional(
             T.Union([Timestamp(), T.Null()], { description: "Default 90 days ahead; null never expires." }),
           ),
+          channel_id: T.Optional(
+            T.Union([T.String({ minLength: 1 }), T.Null()], {
+              description:
+                "Bind the key to a cloudevents channel: it also consumes the events addressed to it.",
+            }),
+          ),
         }),
         response: { status: 201, schema: ApiKeyWithSecret },
         secretFields: ["secret"],

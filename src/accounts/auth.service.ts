@@ -100,6 +100,7 @@ export class AuthService {
       role: row.role,
       scopes: new Set(parseScopes(row.scopes)),
       keyId: row.id,
+      channelId: row.channel_id,
       actor: row.user_id ?? `${KEY_SUBJECT}${row.id}`,
     };
     return { principal, expiresAt: row.expires_at };
@@ -119,6 +120,7 @@ export class AuthService {
         role: null,
         scopes: new Set<Scope>(["admin"]),
         keyId: key.id,
+        channelId: null,
         actor: claims.userId,
       };
     }
@@ -132,6 +134,7 @@ export class AuthService {
       role: user.role,
       scopes: null,
       keyId: null,
+      channelId: null,
       actor: user.id,
     };
   }

@@ -1,6 +1,7 @@
 /** SQL for ingest tokens. */
-import type { Db } from "../db/store.ts";
+import type { Db, Store } from "../db/store.ts";
 import type { IngestTokenTable } from "./ingest-token.table.ts";
+import type { Plan } from "./org.ts";
 
 export async function insertIngestTokenRow(db: Db, row: IngestTokenTable): Promise<void> {
   await db.insertInto("ingest_tokens").values(row).execute();
@@ -43,4 +44,24 @@ export async function tokensBoundTo(db: Db, channelId: string): Promise<string[]
     .orderBy("id")
     .execute();
   return rows.map((r) => r.id);
+}
+
+export interface IngestCredential {
+  id: string;
+  org_id: string;
+  channel_id: string | null;
+  plan: Plan;
+}
+
+/**
+ * The live token with this hash and its org's plan, in one prepared statement: every ingest
+ * request runs it.
+ */
+export function findLiveTokenByHash(store: Store, hash: string): IngestCredential | null {
+  return store.reader
+    .query(
+      `SELECT t.id, t.org_id, t.channel_id, o.plan FROM ingest_tokens t JOIN orgs o ON o.id = t.org_id
+       WHERE t.token_hash = ? AND t.revoked_at IS NULL`,
+    )
+    .get(hash) as IngestCredential | null;
 }

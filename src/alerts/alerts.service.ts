@@ -169,19 +169,69 @@ export class AlertService {
       if (!alert) throw errors.notFound("Alert");
       if (alert.status === "resolved")
         throw new AppError("alert_resolved", "This alert is already resolved.");
-      if (alert.status === "acknowledged") return { ...toAlert(alert), already_acknowledged: true };
-      const changes = {
-        status: "acknowledged" as const,
-        acknowledged_at: now,
-        acknowledged_by: by,
-        escalate_at: null,
-      };
-      await updateAlert(tx, alert.id, changes);
-      await addTimeline(tx, alert.id, now, "acknowledged", { by, ...(note ? { note } : {}) });
-      const view = toAlert({ ...alert, ...changes });
-      await this.announce(tx, { ...alert, ...changes }, "run.service.alert.acknowledged.v1", view, now);
-      return { ...view, already_acknowledged: false };
+      return this.acknowledgeIn(tx, alert, by, note, now);
     });
+  }
+
+  private async acknowledgeIn(tx: Db, alert: AlertTable, by: string, note: string | undefined, now: number) {
+    if (alert.status !== "firing") return { ...toAlert(alert), already_acknowledged: true };
+    const changes = {
+      status: "acknowledged" as const,
+      acknowledged_at: now,
+      acknowledged_by: by,
+      escalate_at: null,
+    };
+    await updateAlert(tx, alert.id, changes);
+    await addTimeline(tx, alert.id, now, "acknowledged", { by, ...(note ? { note } : {}) });
+    const view = toAlert({ ...alert, ...changes });
+    await this.announce(tx, { ...alert, ...changes }, "run.service.alert.acknowledged.v1", view, now);
+    return { ...view, already_acknowledged: false };
+  }
+
+  /** The source acknowledges its open alert for `dedupKey` (as `monitor:<id>`), if any. */
+  async sourceAcknowledgeIn(tx: Db, monitor: MonitorTable, dedupKey: string, now: number) {
+    const alert = await latestAlertFor(tx, monitor.id, dedupKey);
+    if (!alert || alert.status === "resolved") return null;
+    return this.acknowledgeIn(tx, alert, `monitor:${monitor.id}`, undefined, now);
+  }
+
+  /**
+   * An accepted reply from a trusted channel (DESIGN §7), in the dispatcher's transaction: its
+   * `reply` timeline entry, then claimed acknowledges, escalated moves to the next step now,
+   * resolved resolves. A reply that finds nothing to change (a resolved alert) changes nothing
+   * but its timeline entry. Returns what it did, for the audit record.
+   */
+  async replyIn(
+    tx: Db,
+    alert: AlertTable,
+    reply: {
+      action: "claimed" | "escalated" | "resolved";
+      eventType: string;
+      channelId: string;
+      by: string;
+      note?: string;
+    },
+    now: number,
+  ): Promise<string> {
+    await addTimeline(tx, alert.id, now, "reply", {
+      event_type: reply.eventType,
+      channel_id: reply.channelId,
+    });
+    if (alert.status === "resolved") return "the alert was already resolved";
+    if (reply.action === "claimed") {
+      if (alert.status === "acknowledged") return "the alert was already acknowledged";
+      await this.acknowledgeIn(tx, alert, reply.by, reply.note, now);
+      return "acknowledged";
+    }
+    if (reply.action === "resolved") {
+      await this.resolveIn(tx, alert, reply.by, reply.note, false, now);
+      return "resolved";
+    }
+    if (alert.status !== "firing" || !alert.policy_snapshot || alert.escalate_at === null) {
+      return "no further escalation step";
+    }
+    await this.escalateIn(tx, alert, now);
+    return "escalated to the next step";
   }
 
   async resolve(
@@ -240,34 +290,39 @@ export class AlertService {
           await updateAlert(tx, alert.id, { escalate_at: null });
           return;
         }
-        const snapshot = JSON.parse(alert.policy_snapshot) as PolicySnapshot;
-        let step = (alert.current_escalation_step ?? -1) + 1;
-        let pass = alert.escalation_pass;
-        if (step >= snapshot.steps.length) {
-          step = 0;
-          pass += 1;
-        }
-        const org = await this.orgOf(tx, alert.org_id);
-        await addTimeline(tx, alert.id, now, "escalated", { step: step + 1, pass: pass + 1 });
-        const event = await appendEvent(tx, {
-          org,
-          area: "alerts",
-          resourceId: alert.id,
-          type: "run.service.alert.escalated.v1",
-          data: toAlert({ ...alert, current_escalation_step: step }),
-          time: now,
-        });
-        const result = await this.dispatcher.run({ tx, org, alert, event, now }, snapshot, step, pass);
-        const changes = {
-          current_escalation_step: result.step,
-          escalation_pass: result.pass,
-          notification_count: alert.notification_count + result.notifications,
-          escalate_at: result.escalateAt,
-        };
-        await updateAlert(tx, alert.id, changes);
-        await rewriteEventData(tx, event, toAlert({ ...alert, ...changes }));
+        await this.escalateIn(tx, alert, now);
       });
     }
+  }
+
+  /** Moves a firing alert with a policy to its next step (or its next pass) now. */
+  private async escalateIn(tx: Db, alert: AlertTable, now: number): Promise<void> {
+    const snapshot = JSON.parse(alert.policy_snapshot ?? "null") as PolicySnapshot;
+    let step = (alert.current_escalation_step ?? -1) + 1;
+    let pass = alert.escalation_pass;
+    if (step >= snapshot.steps.length) {
+      step = 0;
+      pass += 1;
+    }
+    const org = await this.orgOf(tx, alert.org_id);
+    await addTimeline(tx, alert.id, now, "escalated", { step: step + 1, pass: pass + 1 });
+    const event = await appendEvent(tx, {
+      org,
+      area: "alerts",
+      resourceId: alert.id,
+      type: "run.service.alert.escalated.v1",
+      data: toAlert({ ...alert, current_escalation_step: step }),
+      time: now,
+    });
+    const result = await this.dispatcher.run({ tx, org, alert, event, now }, snapshot, step, pass);
+    const changes = {
+      current_escalation_step: result.step,
+      escalation_pass: result.pass,
+      notification_count: alert.notification_count + result.notifications,
+      escalate_at: result.escalateAt,
+    };
+    await updateAlert(tx, alert.id, changes);
+    await rewriteEventData(tx, event, toAlert({ ...alert, ...changes }));
   }
 
   /** Scheduler job: alerts whose source came up and stayed up for `freshness_seconds` resolve. */

@@ -5,8 +5,10 @@ import type { OrgTable } from "../accounts/org.table.ts";
 import type { TeamMemberTable, TeamTable } from "../accounts/team.table.ts";
 import type { UserTable } from "../accounts/user.table.ts";
 import type { AlertTable, AlertTimelineTable } from "../alerts/alert.table.ts";
+import type { ConsumerRow } from "../cloudevents/consumers.repository.ts";
+import type { ReplyRow } from "../cloudevents/replies.repository.ts";
 import type { EscalationPolicyTable, EscalationPolicyTargetTable } from "../escalation/policy.table.ts";
-import type { EventTable } from "../events/event.table.ts";
+import type { EventHorizonTable, EventTable } from "../events/event.table.ts";
 import type { IdempotencyRecordTable } from "../http/idempotency.table.ts";
 import type {
   IncidentMonitorTable,
@@ -44,6 +46,9 @@ export interface Database {
   alerts: AlertTable;
   alert_timeline: AlertTimelineTable;
   events: EventTable;
+  event_horizons: EventHorizonTable;
+  event_consumers: ConsumerRow;
+  cloudevent_replies: ReplyRow;
   status_pages: StatusPageTable;
   incidents: IncidentTable;
   incident_monitors: IncidentMonitorTable;

@@ -39,6 +39,7 @@ export class Store {
   private unitHooks: (() => void)[] | null = null;
   private draining = false;
   private closed = false;
+  private readonly commitListeners: (() => void)[] = [];
   readonly stats: StoreStats = { commits: 0, units: 0 };
 
   constructor(
@@ -109,11 +110,20 @@ export class Store {
     }
     this.stats.commits += 1;
     this.stats.units += batch.length;
+    for (const listener of this.commitListeners) runHook(listener);
     for (const { unit, ok, value, hooks } of settled) {
       for (const hook of hooks) runHook(hook);
       if (ok) unit.resolve(value);
       else unit.reject(value);
     }
+  }
+
+  /**
+   * Calls `listener` after every commit of this store's writer, before the committed units'
+   * callers resume: the event broker reads the new events there once, for every consumer.
+   */
+  onCommit(listener: () => void): void {
+    this.commitListeners.push(listener);
   }
 
   /**

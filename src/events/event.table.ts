@@ -13,3 +13,8 @@ export interface EventTable {
   channel_id: string | null;
   created_at: number;
 }
+
+export interface EventHorizonTable {
+  org_id: string;
+  pruned_through: number;
+}

@@ -20,6 +20,8 @@ export interface Reply {
   body?: unknown;
   /** A body that is not JSON (an iCalendar feed), sent with its own content type. */
   text?: { contentType: string; content: string };
+  /** A response built by the handler itself (an event stream). */
+  response?: Response;
   headers?: Record<string, string>;
 }
 
@@ -45,7 +47,12 @@ export interface Input<P, Q, B, Who> {
   request: Request;
 }
 
-export type Access = { scope: Scope | null; level: AccessLevel };
+export type Access = {
+  scope: Scope | null;
+  level: AccessLevel;
+  /** Only this kind of credential is one for the endpoint: any other is 401 (DESIGN §5). */
+  credential?: Principal["kind"];
+};
 
 interface RouteOptions<P, Q, B, Who> {
   method: Method;
@@ -225,15 +232,23 @@ export async function readJsonLoose(request: Request, maxBytes: number): Promise
  * body is never held in memory whole.
  */
 export async function readLimited(request: Request, maxBytes: number): Promise<string> {
+  return new TextDecoder().decode(await readLimitedBytes(request, maxBytes));
+}
+
+/** `readLimited` for bodies that are not necessarily text (CloudEvents binary mode). */
+export async function readLimitedBytes(request: Request, maxBytes: number): Promise<Uint8Array> {
   const tooLarge = () =>
     new AppError("payload_too_large", `The request body is larger than ${maxBytes} bytes.`);
   if (Number(request.headers.get("content-length") ?? "0") > maxBytes) throw tooLarge();
-  if (!request.body) return "";
+  if (!request.body) return new Uint8Array(0);
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
   for (;;) {
-    const { value, done } = await reader.read();
+    const { value, done } = await reader.read().catch(() => {
+      // The client went away or sent less than its Content-Length promised.
+      throw new AppError("validation_failed", "The request body ended before it was complete.");
+    });
     if (done) break;
     total += value.byteLength;
     if (total > maxBytes) {
@@ -242,5 +257,5 @@ export async function readLimited(request: Request, maxBytes: number): Promise<s
     }
     chunks.push(value);
   }
-  return new TextDecoder().decode(Buffer.concat(chunks));
+  return chunks.length === 1 ? (chunks[0] as Uint8Array) : Buffer.concat(chunks);
 }

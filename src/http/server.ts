@@ -10,9 +10,10 @@ import { orgRoutes } from "../accounts/org.routes.ts";
 import { signupPages } from "../accounts/signup.pages.ts";
 import { userRoutes } from "../accounts/users.routes.ts";
 import { alertRoutes } from "../alerts/alerts.routes.ts";
+import { cloudEventRoutes } from "../cloudevents/cloudevents.routes.ts";
 import type { Config } from "../config.ts";
 import type { Store } from "../db/store.ts";
-import { AppError, errorBody } from "../errors.ts";
+import { AppError, errorBody, errors } from "../errors.ts";
 import { policyRoutes } from "../escalation/policies.routes.ts";
 import { incidentRoutes } from "../incidents/incidents.routes.ts";
 import { type Logger, redactPath } from "../log.ts";
@@ -53,6 +54,7 @@ export function routes(deps: HttpDeps): RouteDef[] {
     ...incidentRoutes(deps.incidents),
     ...statusPageRoutes(deps.statusPages),
     ...publicStatusRoutes(deps.publicPages),
+    ...cloudEventRoutes(deps, deps.ingest, deps.consumers, deps.replies),
   ];
 }
 
@@ -102,7 +104,10 @@ async function dispatch(
       def.access === "public"
         ? null
         : await deps.accounts.auth.authenticate(request.headers.get("authorization"));
-    if (principal && def.access !== "public") authorize(principal, def.access.scope, def.access.level);
+    if (principal && def.access !== "public") {
+      if (def.access.credential && principal.kind !== def.access.credential) throw errors.unauthenticated();
+      authorize(principal, def.access.scope, def.access.level);
+    }
     const url = new URL(request.url);
     const params = def.checkers.params ? check(def.checkers.params, rawParams) : rawParams;
     const query = checkQuery(def, url.searchParams);
@@ -139,6 +144,7 @@ async function dispatch(
 }
 
 function toResponse(result: Reply): Response {
+  if (result.response) return result.response;
   if (result.text) {
     return new Response(result.text.content, {
       status: result.status,

@@ -72,6 +72,17 @@ export function findMonitorById(db: Db, id: string): Promise<MonitorTable | unde
   return db.selectFrom("monitors").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
+/** An org's unpaused event monitors, which inbound CloudEvents may feed. */
+export function activeEventMonitors(db: Db, orgId: string): Promise<MonitorTable[]> {
+  return db
+    .selectFrom("monitors")
+    .selectAll()
+    .where("org_id", "=", orgId)
+    .where("type", "=", "event")
+    .where("paused", "=", 0)
+    .execute();
+}
+
 /** Unpaused monitors of a type whose timer is due. */
 export function dueMonitors(
   db: Db,

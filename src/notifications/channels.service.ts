@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import type { TSchema } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { Value } from "@sinclair/typebox/value";
+import { keysBoundTo } from "../accounts/api-keys.repository.ts";
 import type { AccountsContext } from "../accounts/context.ts";
 import { tokensBoundTo } from "../accounts/ingest-tokens.repository.ts";
 import { findOrgById } from "../accounts/orgs.repository.ts";
@@ -136,17 +137,18 @@ export class ChannelService {
       if (!row) throw errors.notFound("Notification channel");
       const policyIds = await policiesTargeting(tx, "channel", id);
       const tokenIds = await tokensBoundTo(tx, id);
+      const keyIds = await keysBoundTo(tx, id);
       const org = await findOrgById(tx, orgId);
       const notifications = org ? parseSettings(org.settings).notifications : null;
       const inSettings = [
         ...(notifications?.default_channel_ids ?? []),
         ...(notifications?.incident_channel_ids ?? []),
       ].includes(id);
-      if (policyIds.length > 0 || inSettings || tokenIds.length > 0) {
+      if (policyIds.length > 0 || inSettings || tokenIds.length > 0 || keyIds.length > 0) {
         throw new AppError(
           "conflict",
-          "This channel is still in use; take it out of policies and settings and revoke its ingest tokens first.",
-          { policy_ids: policyIds, in_settings: inSettings, ingest_token_ids: tokenIds },
+          "This channel is still in use; take it out of policies and settings and revoke its ingest tokens and API keys first.",
+          { policy_ids: policyIds, in_settings: inSettings, ingest_token_ids: tokenIds, api_key_ids: keyIds },
         );
       }
       await deleteChannel(tx, id);

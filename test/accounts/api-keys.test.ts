@@ -42,6 +42,7 @@ describe("creating keys", () => {
       scopes: ["monitors", "alerts"],
       user_id: ownerId,
       service: false,
+      channel_id: null,
       expires_at: expect.stringMatching(TIMESTAMP),
       revoked_at: null,
       last_used_at: null,

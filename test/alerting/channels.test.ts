@@ -466,6 +466,7 @@ describe("in use: 409 conflict with details", () => {
       policy_ids: [first, second].sort(),
       in_settings: false,
       ingest_token_ids: [],
+      api_key_ids: [],
     });
 
     // In the settings too.
@@ -479,6 +480,7 @@ describe("in use: 409 conflict with details", () => {
       policy_ids: [first, second].sort(),
       in_settings: true,
       ingest_token_ids: [],
+      api_key_ids: [],
     });
 
     // Out of the policies: one stops naming it, the other is deleted.
@@ -493,6 +495,7 @@ describe("in use: 409 conflict with details", () => {
       policy_ids: [],
       in_settings: true,
       ingest_token_ids: [],
+      api_key_ids: [],
     });
 
     // From the default channels to the incident channels: still in the settings.
@@ -503,7 +506,12 @@ describe("in use: 409 conflict with details", () => {
     expect(moved.body.notifications).toEqual({ default_channel_ids: [], incident_channel_ids: [channel.id] });
     const incident = await admin.delete(`${BASE}/${channel.id}`);
     expectError(incident, 409, "conflict");
-    expect(incident.body.error.details).toEqual({ policy_ids: [], in_settings: true, ingest_token_ids: [] });
+    expect(incident.body.error.details).toEqual({
+      policy_ids: [],
+      in_settings: true,
+      ingest_token_ids: [],
+      api_key_ids: [],
+    });
     expect((await admin.get(`${BASE}/${channel.id}`)).body).toEqual(channel);
 
     // Out of the settings: it can go.
@@ -618,6 +626,7 @@ describe("channels of ingest tokens", () => {
       policy_ids: [],
       in_settings: false,
       ingest_token_ids: [bound.body.id],
+      api_key_ids: [],
     });
     expect((await admin.delete(`/api/v1/org/ingest-tokens/${bound.body.id}`)).status).toBe(204);
 

@@ -1,0 +1,141 @@
+/**
+ * CloudEvents ingest (DESIGN §7): authenticates by ingest token or OIDC bearer JWT, applies the
+ * plan gate and the org's rate, parses and validates the request, and appends the events to
+ * the log in one group-committed transaction together with what they cause: reply decisions
+ * and the alerts of event monitors whose type glob matches.
+ */
+import type { AccountsContext } from "../accounts/context.ts";
+import { findLiveTokenByHash } from "../accounts/ingest-tokens.repository.ts";
+import { findOrgBySlug } from "../accounts/orgs.repository.ts";
+import { sha256 } from "../accounts/secrets.ts";
+import { parseSettings } from "../accounts/settings.ts";
+import type { AlertService } from "../alerts/alerts.service.ts";
+import { severityOf } from "../alerts/events-api.ts";
+import type { Db } from "../db/store.ts";
+import { errors } from "../errors.ts";
+import { insertInbound } from "../events/log.repository.ts";
+import { readLimitedBytes } from "../http/route.ts";
+import type { MonitorTable } from "../monitors/monitor.table.ts";
+import { activeEventMonitors, findMonitorById } from "../monitors/monitors.repository.ts";
+import { globToRegExp } from "./filter.ts";
+import { type InboundEvent, parseIngest } from "./format.ts";
+import type { OidcVerifier } from "./oidc.ts";
+import { checkPlanGate } from "./plans.ts";
+import { RateLimiter, rateLimited } from "./rate-limit.ts";
+import { isReply, type ReplyDispatcher, type ReplyOrigin } from "./replies.ts";
+
+export class IngestService {
+  private readonly limiter = new RateLimiter();
+
+  constructor(
+    private readonly ctx: AccountsContext,
+    private readonly replies: ReplyDispatcher,
+    private readonly alerts: AlertService,
+    private readonly oidc: OidcVerifier,
+  ) {}
+
+  async ingest(token: string, request: Request): Promise<{ accepted: number }> {
+    const origin = await this.authenticate(token, request.headers.get("authorization"));
+    const { limits } = this.ctx.config;
+    const body = await readLimitedBytes(request, limits.max_request_bytes);
+    const events = parseIngest(request.headers, body, {
+      batchMaxEvents: limits.batch_max_events,
+      maxEventBytes: limits.max_event_bytes,
+    });
+    if (events.length === 0) return { accepted: 0 };
+    const perSecond = limits.ingest_events_per_second;
+    if (perSecond > 0) {
+      const wait = this.limiter.take(`ingest:${origin.orgId}`, perSecond, 1000, events.length);
+      if (wait > 0) throw rateLimited(wait, `At most ${perSecond} events a second for this organization.`);
+    }
+    const now = Date.now();
+    await this.ctx.store.write(async (tx) => {
+      const stored = insertInbound(this.ctx.store, origin.orgId, events, now);
+      const fresh = events.filter((_, i) => stored[i]);
+      let monitors: FedMonitor[] | null = null;
+      for (const event of fresh) {
+        if (isReply(event.type)) {
+          await this.replies.decideIn(tx, origin, event, now);
+          continue;
+        }
+        monitors ??= (await activeEventMonitors(tx, origin.orgId)).flatMap(fedMonitor);
+        for (const monitor of monitors) {
+          if (monitor.matches.test(event.type)) await this.feed(tx, monitor.row, event, now);
+        }
+      }
+    });
+    return { accepted: events.length };
+  }
+
+  /**
+   * `{token}` is an ingest token; with a bearer JWT it is the org slug and the JWT must be
+   * valid for the org's OIDC issuer. Every failure is the same 401.
+   */
+  private async authenticate(token: string, authorization: string | null): Promise<ReplyOrigin> {
+    const bearer = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] : undefined;
+    if (authorization !== null) {
+      if (!bearer) throw errors.unauthenticated();
+      const org = await findOrgBySlug(this.ctx.store.read, token);
+      const oidc = org ? parseSettings(org.settings).cloudevents.ingest.oidc : null;
+      if (!org || !oidc) throw errors.unauthenticated();
+      if (!(await this.oidc.verify(bearer, oidc.issuer, oidc.audiences))) throw errors.unauthenticated();
+      checkPlanGate(this.ctx.config, org.plan);
+      return { orgId: org.id, tokenId: null, channelId: null };
+    }
+    const credential = findLiveTokenByHash(this.ctx.store, sha256(token));
+    if (!credential) throw errors.unauthenticated();
+    checkPlanGate(this.ctx.config, credential.plan);
+    return { orgId: credential.org_id, tokenId: credential.id, channelId: credential.channel_id };
+  }
+
+  /**
+   * An inbound event reported to an event monitor: `data.event_action` (or `data.status`)
+   * resolve/resolved reports the source up, acknowledge acknowledges, anything else triggers.
+   */
+  private async feed(tx: Db, given: MonitorTable, event: InboundEvent, now: number): Promise<void> {
+    // An earlier event of the same batch may have changed the monitor (its status).
+    const monitor = await findMonitorById(tx, given.id);
+    if (!monitor || monitor.paused === 1) return;
+    const data = isObject(event.data) ? event.data : {};
+    const dedupKey = text(data.dedup_key) ?? event.subject ?? event.type;
+    const action = (text(data.event_action) ?? text(data.status) ?? "trigger").toLowerCase();
+    if (action === "resolve" || action === "resolved") {
+      await this.alerts.sourceUpIn(tx, monitor, dedupKey, now);
+      return;
+    }
+    if (action === "acknowledge") {
+      await this.alerts.sourceAcknowledgeIn(tx, monitor, dedupKey, now);
+      return;
+    }
+    await this.alerts.triggerIn(
+      tx,
+      monitor,
+      {
+        dedupKey,
+        summary: (text(data.summary) ?? event.type).slice(0, 1024),
+        reason: `CloudEvent ${event.type} from ${event.source}`,
+        severity: severityOf(text(data.severity), monitor.severity),
+        labels: { source: event.source, type: event.type },
+      },
+      now,
+    );
+  }
+}
+
+interface FedMonitor {
+  row: MonitorTable;
+  matches: RegExp;
+}
+
+function fedMonitor(row: MonitorTable): FedMonitor[] {
+  const glob = (JSON.parse(row.config) as { cloudevents_type?: string }).cloudevents_type;
+  return glob ? [{ row, matches: new RegExp(`^${globToRegExp(glob)}$`) }] : [];
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function text(value: unknown): string | undefined {
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
