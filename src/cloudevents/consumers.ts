@@ -21,6 +21,7 @@ const CURSOR_LIST = "events";
 /** Rows one poll looks at before answering with what it found. */
 const SCAN_BUDGET = 10_000;
 const PAGE_ROWS = 1000;
+const CATCH_UP_PAGES_PER_TURN = 10;
 /** How long a poll that found some events waits for more to fill its page. */
 const LINGER_MS = 100;
 /** Bytes queued for a stream whose client does not read, past which it is dropped. */
@@ -324,18 +325,28 @@ class SseStream {
     );
   }
 
-  /** Called whenever the client has room: the next page of the backlog, until caught up. */
+  /**
+   * Called whenever the client has room: the next pages of the backlog, until caught up. A
+   * pull that enqueues nothing is not repeated by the stream, so pages the filter empties are
+   * skipped here, yielding to other work every few pages.
+   */
   private catchUp(): void {
-    if (this.closed || this.unsubscribe) return;
-    const rows = this.service.readPage(this.consumer, this.position);
-    this.deliver(rows);
-    // Caught up: subscribing in the same turn as the last read leaves no gap.
-    if (rows.length < 1000 && !this.closed) {
-      this.unsubscribe = this.service.subscribe(this.consumer, (entries) => this.deliver(entries));
+    for (let page = 0; page < CATCH_UP_PAGES_PER_TURN; page++) {
+      if (this.closed || this.unsubscribe) return;
+      const rows = this.service.readPage(this.consumer, this.position);
+      const sent = this.deliver(rows);
+      // Caught up: subscribing in the same turn as the last read leaves no gap.
+      if (rows.length < PAGE_ROWS) {
+        this.unsubscribe = this.service.subscribe(this.consumer, (entries) => this.deliver(entries));
+        return;
+      }
+      if (sent) return;
     }
+    setImmediate(() => this.catchUp());
   }
 
-  private deliver(entries: readonly LogEntry[]): void {
+  /** Sends the entries this consumer may see; true when something was sent. */
+  private deliver(entries: readonly LogEntry[]): boolean {
     let frames = "";
     for (const entry of entries) {
       if (entry.seq <= this.position) continue;
@@ -344,7 +355,9 @@ class SseStream {
       const id = encodeCursor(CURSOR_LIST, [this.consumer.id, entry.seq]);
       frames += `id: ${id}\ndata: ${bodyFor(entry, this.consumer.channelId)}\n\n`;
     }
-    if (frames) this.send(frames);
+    if (!frames) return false;
+    this.send(frames);
+    return true;
   }
 
   private send(text: string): void {
