@@ -116,29 +116,26 @@ export class ConsumerService {
       if (typeof consumerId !== "string" || typeof position !== "number" || !Number.isSafeInteger(position)) {
         throw errors.invalidCursor();
       }
+      // A position the log never reached (a forged cursor, a backup restored under a saved
+      // one) would silently skip every event up to it.
+      if (position < 0 || position > newestSeq(store)) throw errors.invalidCursor();
       const row = await findConsumer(store.read, consumerId);
-      if (row?.org_id !== principal.orgId) throw errors.invalidCursor();
+      if (row && row.org_id !== principal.orgId) throw errors.invalidCursor();
       if (position < prunedThrough(store, principal.orgId)) {
         throw new AppError(
           "cursor_expired",
           "Events after this cursor have been removed by retention; start again without a cursor.",
         );
       }
-      if (row.position !== position) await store.write((tx) => moveConsumer(tx, row.id, position, now));
-      return { ...base, id: row.id, position };
+      // A consumer forgotten after a long absence comes back at its position.
+      if (!row)
+        await store.write((tx) => insertConsumer(tx, consumerRow(consumerId, principal, position, now)));
+      else if (row.position !== position) await store.write((tx) => moveConsumer(tx, row.id, position, now));
+      return { ...base, id: consumerId, position };
     }
     const position = from === "now" ? newestSeq(store) : prunedThrough(store, principal.orgId);
     const id = newId("csm");
-    await store.write((tx) =>
-      insertConsumer(tx, {
-        id,
-        org_id: principal.orgId,
-        key_id: principal.keyId ?? principal.actor,
-        position,
-        created_at: now,
-        updated_at: now,
-      }),
-    );
+    await store.write((tx) => insertConsumer(tx, consumerRow(id, principal, position, now)));
     return { ...base, id, position };
   }
 
@@ -223,11 +220,19 @@ export class ConsumerService {
     const matches = parseTypeFilter(query.filter);
     // An EventSource reconnecting sends the last id it saw: newer than the URL's cursor.
     const cursor = lastEventId?.trim() ? lastEventId.trim() : query.cursor;
-    const consumer = await this.start(principal, matches, cursor, query.from);
-    this.openStreams.set(org.id, (this.openStreams.get(org.id) ?? 0) + 1);
+    // The slot is taken before any await, so streams opened together cannot pass the cap.
+    this.openStreams.set(org.id, open + 1);
+    const release = () => this.openStreams.set(org.id, (this.openStreams.get(org.id) ?? 1) - 1);
+    let consumer: Consumer;
+    try {
+      consumer = await this.start(principal, matches, cursor, query.from);
+    } catch (error) {
+      release();
+      throw error;
+    }
     const heartbeatMs = org.settings.cloudevents.source.stream_heartbeat_seconds * 1000;
     const stream = new SseStream(this, consumer, heartbeatMs, () => {
-      this.openStreams.set(org.id, (this.openStreams.get(org.id) ?? 1) - 1);
+      release();
       this.streams.delete(stream);
     });
     this.streams.add(stream);
@@ -269,6 +274,17 @@ export class ConsumerService {
       queued_bytes: queuedBytes,
     });
   }
+}
+
+function consumerRow(id: string, principal: Principal, position: number, now: number) {
+  return {
+    id,
+    org_id: principal.orgId,
+    key_id: principal.keyId ?? principal.actor,
+    position,
+    created_at: now,
+    updated_at: now,
+  };
 }
 
 interface ScanResult {

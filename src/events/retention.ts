@@ -16,7 +16,7 @@ export async function pruneEvents(store: Store, orgId: string, days: number, now
   let removed = 0;
   for (;;) {
     const count = await store.write(async (tx) => {
-      const last = await tx
+      const chunkEnd = await tx
         .selectFrom("events")
         .select("seq")
         .where("org_id", "=", orgId)
@@ -25,7 +25,17 @@ export async function pruneEvents(store: Store, orgId: string, days: number, now
         .offset(CHUNK - 1)
         .limit(1)
         .executeTakeFirst();
-      const through = last?.seq ?? cut - 1;
+      // The horizon is the org's own last removed event: a consumer that had read it lost nothing.
+      const last =
+        chunkEnd ??
+        (await tx
+          .selectFrom("events")
+          .select((eb) => eb.fn.max("seq").as("seq"))
+          .where("org_id", "=", orgId)
+          .where("seq", "<", cut)
+          .executeTakeFirst());
+      if (last?.seq == null) return 0;
+      const through = last.seq;
       const result = await tx
         .deleteFrom("events")
         .where("org_id", "=", orgId)
