@@ -4,6 +4,7 @@
  */
 import { Type as T } from "@sinclair/typebox";
 import type { AccountsContext } from "../accounts/context.ts";
+import { errors } from "../errors.ts";
 import { decodeCursor, encodeCursor } from "../http/pagination.ts";
 import { JSON_TYPE, publicRoute, type RouteDef, reply, route } from "../http/route.ts";
 import { ListOf, listQuery, Strict, Timestamp } from "../http/schema.ts";
@@ -154,6 +155,12 @@ export function cloudEventRoutes(
       handler: async ({ principal, query }) => {
         const org = await consumers.orgFor(principal);
         const before = decodeCursor(REPLIES_CURSOR, query.cursor);
+        if (
+          before &&
+          (before.length !== 2 || typeof before[0] !== "number" || typeof before[1] !== "string")
+        ) {
+          throw errors.invalidCursor();
+        }
         const page = await replies.list(org.id, planeLimits(ctx.config, org.plan).repliesRetentionDays, {
           outcomePrefix: query.outcome?.replace(/\*+$/, ""),
           eventType: query.event_type,
@@ -161,7 +168,7 @@ export function cloudEventRoutes(
           alertId: query.alert_id,
           from: query.from === undefined ? undefined : (parseRfc3339(query.from) as number),
           to: query.to === undefined ? undefined : (parseRfc3339(query.to) as number),
-          before: before ? [Number(before[0]), String(before[1])] : undefined,
+          before: before ? [before[0] as number, before[1] as string] : undefined,
           limit: query.limit ?? 50,
         });
         return reply.ok({

@@ -218,5 +218,5 @@ function replyData(data: unknown): ReplyData | null {
 /** For the audit record of an invalid reply: the alert it named, when it named one readably. */
 function alertIdOf(data: unknown): string | null {
   const value = (data as { alert_id?: unknown } | null)?.alert_id;
-  return typeof value === "string" && value.length <= MAX_ID ? value : null;
+  return typeof value === "string" && value !== "" && value.length <= MAX_ID ? value : null;
 }
