@@ -74,7 +74,7 @@ export function cloudEventRoutes(
       tag,
       summary:
         "Ingest CloudEvents: binary, structured or batch mode (an ingest token, or the org slug with an OIDC bearer JWT)",
-      params: Strict({ token: T.String({ minLength: 1, maxLength: 256 }) }),
+      params: Strict({ token: T.String({ minLength: 1 }) }),
       requestSchema: T.Union([StructuredEvent, T.Array(StructuredEvent, { maxItems: 256 })]),
       response: { status: 202, schema: T.Object({ accepted: T.Integer() }) },
       handler: async ({ params, request }) => reply.accepted(await ingest.ingest(params.token, request)),

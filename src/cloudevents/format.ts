@@ -36,6 +36,8 @@ const INT32_MAX = 2147483647;
 
 // Fatal decoders reject invalid UTF-8 instead of substituting U+FFFD.
 const utf8 = new TextDecoder("utf-8", { fatal: true });
+/** For values kept as they are (header values, text data): a leading U+FEFF is content. */
+const utf8Exact = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 export function parseIngest(headers: Headers, body: Uint8Array, limits: FormatLimits): InboundEvent[] {
   const contentType = headers.get("content-type")?.trim() ?? "";
@@ -332,7 +334,7 @@ function fromBinary(
 
 function decodeUtf8OrNull(bytes: Uint8Array): string | null {
   try {
-    return utf8.decode(bytes);
+    return utf8Exact.decode(bytes);
   } catch {
     return null;
   }
