@@ -1,10 +1,11 @@
 #!/usr/bin/env bun
-/** The one binary: `svc serve`, `svc admin …`, `svc version`. */
+/** The one binary: `svc serve`, `svc admin …`, `svc connector`, `svc version`. */
 import { Command, CommanderError } from "commander";
 import { ConfigError } from "../src/config.ts";
 import { SchemaTooNewError } from "../src/db/migrate.ts";
 import { AppError } from "../src/errors.ts";
 import { adminCommand } from "./commands/admin.ts";
+import { connectorCommand } from "./commands/connector.ts";
 import { serveCommand } from "./commands/serve.ts";
 import { versionCommand } from "./commands/version.ts";
 
@@ -15,6 +16,7 @@ const program = new Command("svc")
 
 program.addCommand(serveCommand());
 program.addCommand(adminCommand());
+program.addCommand(connectorCommand());
 program.addCommand(versionCommand());
 
 try {
