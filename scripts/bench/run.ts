@@ -1,6 +1,6 @@
 /**
  * `bun run bench`: the performance figures in one run (one process tree): the HTTP foundation,
- * the store, schedules, alerting and public status pages.
+ * the store, schedules, alerting, public status pages and CloudEvents (BENCH_CE_*: see cloudevents.ts).
  *
  *   BENCH_SECONDS=10 bun scripts/bench/run.ts
  *
@@ -12,6 +12,7 @@
  * benchmark itself failed.
  */
 import { runAlertingBench } from "./alerting.ts";
+import { runCloudEventsBench } from "./cloudevents.ts";
 import { runFoundation } from "./foundation.ts";
 import { installCleanupHandlers, printSummary } from "./lib.ts";
 import { runSchedulesBench } from "./schedules.ts";
@@ -27,6 +28,7 @@ try {
     ...(await runSchedulesBench()),
     ...(await runAlertingBench()),
     ...(await runStatusPagesBench()),
+    ...(await runCloudEventsBench()),
   ];
   printSummary(rows);
   console.log(`  total time ${Math.round((performance.now() - started) / 1000)} s`);
