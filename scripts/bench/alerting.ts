@@ -9,7 +9,7 @@
  *    `data.dedup_key`; both processes read the same wall clock (`performance.timeOrigin +
  *    performance.now()`), so latency = receive time − send time without matching tables. The
  *    events are sent open-loop (on a fixed 5 ms schedule, not waiting for answers).
- * 2. Events API throughput at 64 connections (autocannon in its own process, `--child loadgen`)
+ * 2. Events API throughput at 64 connections (autocannon in its own process, post-load.ts)
  *    against a bare `Bun.serve` answering svc's 202 body (foundation.ts's `startBare`): once with
  *    the same body every time (one dedup_key, so all but the first are dedup hits) and once with
  *    a distinct dedup_key per request (autocannon `requests[0].setupRequest`), every request a
@@ -39,7 +39,6 @@
  */
 import { Database as SqliteHandle } from "bun:sqlite";
 import { createHmac } from "node:crypto";
-import { createRequire } from "node:module";
 import { join } from "node:path";
 import { Kysely } from "kysely";
 import { ulid } from "ulid";
@@ -68,6 +67,7 @@ import {
   table,
   tempDir,
 } from "./lib.ts";
+import { type LoadResult, runPostLoad } from "./post-load.ts";
 
 const SELF = import.meta.path;
 const RATE = 200;
@@ -124,151 +124,31 @@ function childReceiver(): void {
   console.log(JSON.stringify({ port: server.port }));
 }
 
-interface PostLoadConfig {
-  url: string;
-  body: Record<string, unknown>;
-  /** Set: each request gets dedup_key `<prefix>-<n>` (the warm-up uses `<prefix>-w-<n>`). */
-  distinctPrefix: string | null;
-  connections: number;
-  seconds: number;
-  warmupSeconds: number;
-}
-
-interface PostLoadReport {
-  event: "result";
-  seconds: number;
-  responses: number;
-  statuses: Record<string, number>;
-  errors: number;
-  timeouts: number;
-  latency: { p50: number; p99: number; max: number };
-  cpuSeconds: number;
-}
-
-type AutocannonInstance = PromiseLike<{ errors: number; timeouts: number }> & {
-  on(event: "response", listener: (client: unknown, status: number, bytes: number, ms: number) => void): void;
-};
-type Autocannon = (options: Record<string, unknown>) => AutocannonInstance;
-
-/** POST load: autocannon with a fixed body, or a fresh dedup key per request. */
-async function childLoadgen(): Promise<void> {
-  const config = JSON.parse(process.env.BENCH_LOAD ?? "{}") as PostLoadConfig;
-  const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon;
-  const optionsFor = (prefix: string | null) => {
-    const base = {
-      url: config.url,
-      method: "POST",
-      connections: config.connections,
-      pipelining: 1,
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(config.body),
-    };
-    if (prefix === null) return base;
-    let n = 0;
-    return {
-      ...base,
-      requests: [
-        {
-          setupRequest: (request: Record<string, unknown>) => {
-            n += 1;
-            return { ...request, body: JSON.stringify({ ...config.body, dedup_key: `${prefix}-${n}` }) };
-          },
-        },
-      ],
-    };
-  };
-  const prefix = config.distinctPrefix;
-  if (config.warmupSeconds > 0) {
-    await autocannon({
-      ...optionsFor(prefix === null ? null : `${prefix}-w`),
-      duration: config.warmupSeconds,
-    });
-  }
-  let latencies = new Float64Array(1 << 20);
-  let count = 0;
-  const statuses: Record<string, number> = {};
-  console.log(JSON.stringify({ event: "start" }));
-  const cpuBefore = process.cpuUsage();
-  const started = performance.now();
-  const instance = autocannon({ ...optionsFor(prefix), duration: config.seconds });
-  instance.on("response", (_client, status, _bytes, elapsedMs) => {
-    if (count === latencies.length) {
-      const grown = new Float64Array(latencies.length * 2);
-      grown.set(latencies);
-      latencies = grown;
-    }
-    latencies[count++] = elapsedMs;
-    statuses[status] = (statuses[status] ?? 0) + 1;
-  });
-  const result = await instance;
-  const seconds = (performance.now() - started) / 1000;
-  const cpu = process.cpuUsage(cpuBefore);
-  const sorted = latencies.subarray(0, count).sort();
-  const report: PostLoadReport = {
-    event: "result",
-    seconds,
-    responses: count,
-    statuses,
-    errors: result.errors,
-    timeouts: result.timeouts,
-    latency: { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: percentile(sorted, 100) },
-    cpuSeconds: (cpu.user + cpu.system) / 1e6,
-  };
-  console.log(JSON.stringify(report));
-}
-
 // ---------------------------------------------------------------------------------------------
 // The orchestrator side.
 
-interface LoadResult {
-  label: string;
-  report: PostLoadReport;
-  ok: number;
-  rps: number;
-  serverCpuSeconds: number;
-}
-
-/** Runs the POST load generator against `server` and reads the server's CPU around the window. */
-async function runPostLoad(
+/** The shared POST load of an Events API body, with a fresh `dedup_key` per request when `prefix` is set. */
+function postLoad(
   label: string,
   server: Server,
   body: Record<string, unknown>,
-  distinctPrefix: string | null,
+  prefix: string | null,
   seconds: number,
   warmupSeconds: number,
 ): Promise<LoadResult> {
-  const config: PostLoadConfig = {
+  return runPostLoad(label, server.proc.pid, {
     url: `${server.base}/api/v1/events`,
-    body,
-    distinctPrefix,
+    contentType: "application/json",
+    fragments: JSON.stringify({ ...body, dedup_key: DEDUP_MARK }).split(DEDUP_MARK),
+    fixedId: String(body.dedup_key),
+    prefix,
     connections: CONNECTIONS,
     seconds,
     warmupSeconds,
-  };
-  const proc = spawnTracked([process.execPath, SELF, "--child", "loadgen"], {
-    env: { ...process.env, BENCH_LOAD: JSON.stringify(config) },
-    stdout: "pipe",
-    stderr: "pipe",
   });
-  const stderr = new Response(proc.stderr as ReadableStream).text();
-  let cpuBefore = 0;
-  let cpuAfter = 0;
-  let report: PostLoadReport | undefined;
-  await eachLine(proc.stdout as ReadableStream<Uint8Array>, (line) => {
-    const message = JSON.parse(line) as { event: string };
-    if (message.event === "start") cpuBefore = procCpuSeconds(server.proc.pid);
-    else if (message.event === "result") {
-      cpuAfter = procCpuSeconds(server.proc.pid);
-      report = message as PostLoadReport;
-    }
-  });
-  const code = await proc.exited;
-  if (!report) throw new Error(`the load generator failed (${code}): ${await stderr}`);
-  const ok = Object.entries(report.statuses)
-    .filter(([status]) => status.startsWith("2"))
-    .reduce((sum, [, n]) => sum + n, 0);
-  return { label, report, ok, rps: ok / report.seconds, serverCpuSeconds: cpuAfter - cpuBefore };
 }
+
+const DEDUP_MARK = "<dedup-key>";
 
 async function startReceiver(): Promise<Server> {
   const proc = spawnTracked([process.execPath, SELF, "--child", "receiver"], {
@@ -784,13 +664,13 @@ export async function runAlertingBench(): Promise<SummaryRow[]> {
     const sameBody = trigger(ingest.integration_key, "same-key", 0);
     const bare = await startBare(answer);
     console.log(`  loading ${bare.label} …`);
-    const bareRun = await runPostLoad("bare Bun.serve", bare, sameBody, null, seconds, warmup);
+    const bareRun = await postLoad("bare Bun.serve", bare, sameBody, null, seconds, warmup);
     await stopProcess(bare.proc);
     console.log("  loading svc, one dedup_key (dedup hits) …");
-    const sameRun = await runPostLoad("svc, one dedup_key", svc, sameBody, null, seconds, warmup);
+    const sameRun = await postLoad("svc, one dedup_key", svc, sameBody, null, seconds, warmup);
     console.log("  loading svc, a distinct dedup_key per request (new alerts) …");
     const commitsBefore = await storeCommits(svc.base);
-    const distinctRun = await runPostLoad("svc, distinct dedup_keys", svc, sameBody, "tp", seconds, warmup);
+    const distinctRun = await postLoad("svc, distinct dedup_keys", svc, sameBody, "tp", seconds, warmup);
     const distinctCommits = (await storeCommits(svc.base)) - commitsBefore;
     await stopProcess(svc.proc);
     await stopProcess(receiver.proc);
@@ -919,10 +799,7 @@ export async function runAlertingBench(): Promise<SummaryRow[]> {
 
 if (import.meta.main) {
   const role = process.argv[2] === "--child" ? process.argv[3] : undefined;
-  if (role === "loadgen") {
-    await childLoadgen();
-    process.exit(0);
-  } else if (role === "receiver") childReceiver();
+  if (role === "receiver") childReceiver();
   else if (role !== undefined) throw new Error(`unknown child role ${role}`);
   else {
     const started = performance.now();

@@ -4,7 +4,7 @@
  *
  * 1. Structured ingest: `POST /api/v1/cloudevents/ingest/{token}` with
  *    `Content-Type: application/cloudevents+json` and a 335-byte event, at 64 connections
- *    (autocannon in its own process, `--child loadgen`), a distinct event id per request
+ *    (autocannon in its own process, post-load.ts), a distinct event id per request
  *    (autocannon `requests[0].setupRequest`: every request stores a new row), against a bare
  *    `Bun.serve` (`--child bare-server`) that reads the body, JSON.parses it and answers 202.
  *    Then once more with one fixed body (every request but the first is a dedup hit:
@@ -28,7 +28,7 @@
  *    sockets, 50 at a time), the server's VmRSS before and after.
  *
  *   bun scripts/bench/cloudevents.ts           run this part alone (BENCH_SECONDS, default 10)
- *   bun scripts/bench/cloudevents.ts --child …  internal: load generator, bare server, sender
+ *   bun scripts/bench/cloudevents.ts --child …  internal: bare server, sender
  *
  * Environment: BENCH_SECONDS (default 10), BENCH_WARMUP_SECONDS (default 2, 0 for none),
  * BENCH_IDLE_MS (default 1000), BENCH_CE_BATCH_CLIENTS (8), BENCH_CE_STREAMS (100),
@@ -36,7 +36,6 @@
  * default "1,2,3,4"). Exit code 0 even when a target is missed.
  */
 import { Database as SqliteHandle } from "bun:sqlite";
-import { createRequire } from "node:module";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
@@ -51,14 +50,12 @@ import {
   heading,
   keyValues,
   loadAverage,
-  machineCpu,
   mb,
   ms,
   num,
   percentile,
   poll,
   printSummary,
-  procCpuSeconds,
   procStatusMb,
   ratio,
   removeDir,
@@ -68,6 +65,7 @@ import {
   table,
   tempDir,
 } from "./lib.ts";
+import { type LoadResult, type PostLoadConfig, runChild, runPostLoad } from "./post-load.ts";
 
 const SELF = import.meta.path;
 const CONNECTIONS = 64;
@@ -117,104 +115,6 @@ const BATCH_TEMPLATE = `[${Array.from({ length: BATCH_EVENTS }, (_, i) => eventJ
 
 // ---------------------------------------------------------------------------------------------
 // Child roles (run in their own processes).
-
-interface LoadConfig {
-  url: string;
-  contentType: string;
-  /** The body template split at the id placeholder. */
-  fragments: string[];
-  /** Set: request n gets id `<prefix>-<n>` (warm-up `<prefix>w-<n>`); null: one fixed body. */
-  prefix: string | null;
-  connections: number;
-  seconds: number;
-  warmupSeconds: number;
-}
-
-interface LoadReport {
-  event: "result";
-  seconds: number;
-  responses: number;
-  statuses: Record<string, number>;
-  errors: number;
-  timeouts: number;
-  latency: { p50: number; p99: number; max: number };
-  cpuSeconds: number;
-  requestBytes: number;
-}
-
-type AutocannonInstance = PromiseLike<{ errors: number; timeouts: number }> & {
-  on(event: "response", listener: (client: unknown, status: number, bytes: number, ms: number) => void): void;
-};
-type Autocannon = (options: Record<string, unknown>) => AutocannonInstance;
-
-/** POST load: autocannon with a fixed body, or a fresh id (prefix + counter) per request. */
-async function childLoadgen(): Promise<void> {
-  const config = JSON.parse(process.env.BENCH_LOAD ?? "{}") as LoadConfig;
-  const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon;
-  const fixed = config.fragments.join("fixed");
-  const optionsFor = (prefix: string | null) => {
-    const base = {
-      url: config.url,
-      method: "POST",
-      connections: config.connections,
-      pipelining: 1,
-      headers: { "content-type": config.contentType },
-      body: fixed,
-    };
-    if (prefix === null) return base;
-    let n = 0;
-    return {
-      ...base,
-      requests: [
-        {
-          setupRequest: (request: Record<string, unknown>) => {
-            n += 1;
-            return { ...request, body: config.fragments.join(`${prefix}-${n}`) };
-          },
-        },
-      ],
-    };
-  };
-  const prefix = config.prefix;
-  if (config.warmupSeconds > 0) {
-    await autocannon({
-      ...optionsFor(prefix === null ? null : `${prefix}w`),
-      duration: config.warmupSeconds,
-    });
-  }
-  let latencies = new Float64Array(1 << 20);
-  let count = 0;
-  const statuses: Record<string, number> = {};
-  console.log(JSON.stringify({ event: "start" }));
-  const cpuBefore = process.cpuUsage();
-  const started = performance.now();
-  const instance = autocannon({ ...optionsFor(prefix), duration: config.seconds });
-  instance.on("response", (_client, status, _bytes, elapsedMs) => {
-    if (count === latencies.length) {
-      const grown = new Float64Array(latencies.length * 2);
-      grown.set(latencies);
-      latencies = grown;
-    }
-    latencies[count++] = elapsedMs;
-    statuses[status] = (statuses[status] ?? 0) + 1;
-  });
-  const result = await instance;
-  const seconds = (performance.now() - started) / 1000;
-  const cpu = process.cpuUsage(cpuBefore);
-  const sorted = latencies.subarray(0, count).sort();
-  const report: LoadReport = {
-    event: "result",
-    seconds,
-    responses: count,
-    statuses,
-    errors: result.errors,
-    timeouts: result.timeouts,
-    latency: { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: percentile(sorted, 100) },
-    cpuSeconds: (cpu.user + cpu.system) / 1e6,
-    requestBytes: Buffer.byteLength(fixed),
-  };
-  console.log(JSON.stringify(report));
-}
 
 /** The baseline: reads the body, parses the JSON and answers 202 `{"accepted":n}`. */
 function childBareServer(): void {
@@ -380,65 +280,14 @@ async function startBare(): Promise<Server> {
  * Runs a `--child` role that prints `{event:"start"}` then `{event:"result"}`; reads the CPU of
  * `watch` and of the whole machine (the busy fraction of all cores) around that window.
  */
-async function runChild<R>(
-  role: string,
-  envName: string,
-  config: unknown,
-  watch: number,
-): Promise<{ report: R; serverCpuSeconds: number; machineBusy: number }> {
-  const proc = spawnTracked([process.execPath, SELF, "--child", role], {
-    env: { ...process.env, [envName]: JSON.stringify(config) },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const stderr = new Response(proc.stderr as ReadableStream).text();
-  let before = { cpu: 0, machine: machineCpu() };
-  let after = before;
-  let report: R | undefined;
-  await eachLine(proc.stdout as ReadableStream<Uint8Array>, (line) => {
-    const message = JSON.parse(line) as { event: string };
-    if (message.event === "start") before = { cpu: procCpuSeconds(watch), machine: machineCpu() };
-    else if (message.event === "result") {
-      after = { cpu: procCpuSeconds(watch), machine: machineCpu() };
-      report = message as R;
-    }
-  });
-  const code = await proc.exited;
-  if (!report) throw new Error(`the ${role} child failed (${code}): ${await stderr}`);
-  const machineBusy =
-    (after.machine.busy - before.machine.busy) / (after.machine.total - before.machine.total);
-  return { report, serverCpuSeconds: after.cpu - before.cpu, machineBusy };
-}
-
-interface LoadResult {
-  label: string;
-  report: LoadReport;
-  ok: number;
-  rps: number;
-  serverCpuSeconds: number;
-  machineBusy: number;
-}
-
-async function runPostLoad(
+/** The shared POST load against `server` at `path`; the fixed body has the id "fixed". */
+function postLoad(
   label: string,
   server: Server,
   path: string,
-  options: Pick<
-    LoadConfig,
-    "contentType" | "fragments" | "prefix" | "connections" | "seconds" | "warmupSeconds"
-  >,
+  options: Omit<PostLoadConfig, "url" | "fixedId">,
 ): Promise<LoadResult> {
-  const config: LoadConfig = { url: `${server.base}${path}`, ...options };
-  const { report, serverCpuSeconds, machineBusy } = await runChild<LoadReport>(
-    "loadgen",
-    "BENCH_LOAD",
-    config,
-    server.proc.pid,
-  );
-  const ok = Object.entries(report.statuses)
-    .filter(([status]) => status.startsWith("2"))
-    .reduce((sum, [, n]) => sum + n, 0);
-  return { label, report, ok, rps: ok / report.seconds, serverCpuSeconds, machineBusy };
+  return runPostLoad(label, server.proc.pid, { url: `${server.base}${path}`, fixedId: "fixed", ...options });
 }
 
 async function initDataDir(dataDir: string): Promise<string> {
@@ -727,7 +576,12 @@ async function measureSse(
     report: sender,
     serverCpuSeconds,
     machineBusy,
-  } = await runChild<SenderReport>("sender", "BENCH_SENDER", config, svc.proc.pid);
+  } = await runChild<SenderReport>(
+    [process.execPath, SELF, "--child", "sender"],
+    "BENCH_SENDER",
+    config,
+    svc.proc.pid,
+  );
   const expected = sender.sent * streams;
   // Wait until every frame arrived, or nothing more arrives for a second.
   let last = -1;
@@ -843,14 +697,14 @@ async function ingestParts(s: Settings, parts: Set<number>): Promise<Row[]> {
     };
     const bare = await startBare();
     console.log(`  loading ${bare.label} …`);
-    const bareRun = await runPostLoad(bare.label, bare, ingestPath, { ...single, prefix: "bare" });
+    const bareRun = await postLoad(bare.label, bare, ingestPath, { ...single, prefix: "bare" });
     await stopProcess(bare.proc);
     console.log("  loading svc, a distinct id per request (every request stores a row) …");
     const commitsBefore = await storeCommits(svc.base);
-    const uniqueRun = await runPostLoad("svc, distinct ids", svc, ingestPath, { ...single, prefix: "s" });
+    const uniqueRun = await postLoad("svc, distinct ids", svc, ingestPath, { ...single, prefix: "s" });
     const uniqueCommits = (await storeCommits(svc.base)) - commitsBefore;
     console.log("  loading svc, one fixed body (dedup hits) …");
-    const dedupRun = await runPostLoad("svc, one fixed id (dedup)", svc, ingestPath, {
+    const dedupRun = await postLoad("svc, one fixed id (dedup)", svc, ingestPath, {
       ...single,
       prefix: null,
     });
@@ -894,7 +748,7 @@ async function ingestParts(s: Settings, parts: Set<number>): Promise<Row[]> {
   heading(`2. Batch ingest, ${BATCH_EVENTS} events/request, ${s.batchClients} connections, ${s.seconds} s`);
   console.log("  loading svc …");
   const commitsBefore = await storeCommits(svc.base);
-  const batchRun = await runPostLoad("svc, batches of 256", svc, ingestPath, {
+  const batchRun = await postLoad("svc, batches of 256", svc, ingestPath, {
     contentType: BATCH,
     fragments: BATCH_TEMPLATE.split(ID),
     prefix: "b",
@@ -1108,10 +962,7 @@ export async function runCloudEventsBench(): Promise<SummaryRow[]> {
 
 if (import.meta.main) {
   const role = process.argv[2] === "--child" ? process.argv[3] : undefined;
-  if (role === "loadgen") {
-    await childLoadgen();
-    process.exit(0);
-  } else if (role === "sender") {
+  if (role === "sender") {
     await childSender();
     process.exit(0);
   } else if (role === "bare-server") childBareServer();
