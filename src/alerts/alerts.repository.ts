@@ -13,11 +13,8 @@ export function findAlert(db: Db, orgId: string, id: string): Promise<AlertTable
 }
 
 /** An alert by id in any org: replies must tell another org's alert from an unknown one. */
-export function findAlertInAnyOrg(
-  db: Db,
-  id: string,
-): Promise<Pick<AlertTable, "id" | "org_id"> | undefined> {
-  return db.selectFrom("alerts").select(["id", "org_id"]).where("id", "=", id).executeTakeFirst();
+export function findAlertInAnyOrg(db: Db, id: string): Promise<AlertTable | undefined> {
+  return db.selectFrom("alerts").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
 /** The newest alert of a monitor for a dedup key, open or not. */

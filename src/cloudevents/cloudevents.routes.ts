@@ -11,7 +11,7 @@ import { ListOf, listQuery, Strict, Timestamp } from "../http/schema.ts";
 import { parseRfc3339 } from "../time.ts";
 import type { ConsumerService } from "./consumers.ts";
 import type { IngestService } from "./ingest.ts";
-import { planeLimits } from "./plans.ts";
+import { gatedOrg, planeLimits } from "./plans.ts";
 import type { ReplyDispatcher } from "./replies.ts";
 
 const tag = "CloudEvents";
@@ -153,7 +153,7 @@ export function cloudEventRoutes(
       }),
       response: { status: 200, schema: ListOf(ReplyRecord) },
       handler: async ({ principal, query }) => {
-        const org = await consumers.orgFor(principal);
+        const org = await gatedOrg(ctx, principal.orgId);
         const before = decodeCursor(REPLIES_CURSOR, query.cursor);
         if (
           before &&

@@ -4,9 +4,6 @@
  */
 import type { Principal } from "../accounts/access.ts";
 import type { AccountsContext } from "../accounts/context.ts";
-import type { Plan } from "../accounts/org.ts";
-import { findOrgById } from "../accounts/orgs.repository.ts";
-import { parseSettings, type Settings } from "../accounts/settings.ts";
 import { AppError, errors } from "../errors.ts";
 import type { EventBroker } from "../events/broker.ts";
 import { type LogEntry, newestSeq, orgEventsAfter, prunedThrough } from "../events/log.repository.ts";
@@ -14,7 +11,7 @@ import { decodeCursor, encodeCursor } from "../http/pagination.ts";
 import { newId } from "../ids.ts";
 import { findConsumer, insertConsumer, moveConsumer } from "./consumers.repository.ts";
 import { parseTypeFilter, type TypeFilter } from "./filter.ts";
-import { checkPlanGate, planeLimits } from "./plans.ts";
+import { gatedOrg, planeLimits } from "./plans.ts";
 import { RateLimiter, rateLimited } from "./rate-limit.ts";
 
 const CURSOR_LIST = "events";
@@ -50,12 +47,6 @@ interface Consumer {
   matches: TypeFilter;
 }
 
-interface OrgView {
-  id: string;
-  plan: Plan;
-  settings: Settings;
-}
-
 export class ConsumerService {
   private readonly limiter = new RateLimiter();
   private readonly openStreams = new Map<string, number>();
@@ -66,22 +57,14 @@ export class ConsumerService {
     private readonly broker: EventBroker,
   ) {}
 
-  /** The org of a consumer principal, after the plan gate. */
-  async orgFor(principal: Principal): Promise<OrgView> {
-    const org = await findOrgById(this.ctx.store.read, principal.orgId);
-    if (!org) throw errors.unauthenticated();
-    checkPlanGate(this.ctx.config, org.plan);
-    return { id: org.id, plan: org.plan, settings: parseSettings(org.settings) };
-  }
-
   async sourceConfig(principal: Principal) {
-    const org = await this.orgFor(principal);
+    const org = await gatedOrg(this.ctx, principal.orgId);
     return org.settings.cloudevents.source;
   }
 
   /** `GET /cloudevents/poll`: a page of events as JSON text (stored bodies are not re-parsed). */
   async poll(principal: Principal, query: PollQuery): Promise<string> {
-    const org = await this.orgFor(principal);
+    const org = await gatedOrg(this.ctx, principal.orgId);
     const limits = planeLimits(this.ctx.config, org.plan);
     const wait = this.limiter.take(`poll:${org.id}`, limits.pollPerMinute, 60_000);
     if (wait > 0)
@@ -206,7 +189,7 @@ export class ConsumerService {
 
   /** `GET /cloudevents/stream`: Server-Sent Events from the consumer's position on. */
   async stream(principal: Principal, query: StreamQuery, lastEventId: string | null): Promise<Response> {
-    const org = await this.orgFor(principal);
+    const org = await gatedOrg(this.ctx, principal.orgId);
     const limits = planeLimits(this.ctx.config, org.plan);
     const open = this.openStreams.get(org.id) ?? 0;
     if (open >= limits.streamsPerOrg) {

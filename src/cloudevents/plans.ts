@@ -3,9 +3,12 @@
  * plans; the `oss` edition is tier-blind and takes every limit from `limits.*` and
  * `retention.*` in the configuration.
  */
+import type { AccountsContext } from "../accounts/context.ts";
 import type { Plan } from "../accounts/org.ts";
+import { findOrgById } from "../accounts/orgs.repository.ts";
+import { parseSettings, type Settings } from "../accounts/settings.ts";
 import type { Config } from "../config.ts";
-import { AppError } from "../errors.ts";
+import { AppError, errors } from "../errors.ts";
 
 export interface PlaneLimits {
   pollPerMinute: number;
@@ -42,4 +45,15 @@ export function checkPlanGate(config: Config, plan: Plan): void {
       { plan, required_plans: ["pro", "enterprise"] },
     );
   }
+}
+
+/** The caller's org for an endpoint of the plane, after the plan gate. */
+export async function gatedOrg(
+  ctx: AccountsContext,
+  orgId: string,
+): Promise<{ id: string; plan: Plan; settings: Settings }> {
+  const org = await findOrgById(ctx.store.read, orgId);
+  if (!org) throw errors.unauthenticated();
+  checkPlanGate(ctx.config, org.plan);
+  return { id: org.id, plan: org.plan, settings: parseSettings(org.settings) };
 }

@@ -6,7 +6,7 @@
  */
 import type { AccountsContext } from "../accounts/context.ts";
 import { findUser } from "../accounts/users.repository.ts";
-import { findAlert, findAlertInAnyOrg } from "../alerts/alerts.repository.ts";
+import { findAlertInAnyOrg } from "../alerts/alerts.repository.ts";
 import type { AlertService } from "../alerts/alerts.service.ts";
 import type { Db } from "../db/store.ts";
 import { newId } from "../ids.ts";
@@ -113,11 +113,10 @@ export class ReplyDispatcher {
     const trust = await this.trustProblem(tx, origin, data);
     if (trust) return { outcome: "rejected:trust_required", reason: trust };
     const channelId = origin.channelId as string;
-    const found = await findAlertInAnyOrg(tx, data.alert_id);
-    if (found && found.org_id !== origin.orgId) {
+    const alert = await findAlertInAnyOrg(tx, data.alert_id);
+    if (alert && alert.org_id !== origin.orgId) {
       return { outcome: "rejected:org_mismatch", reason: "The alert belongs to another organization." };
     }
-    const alert = found ? await findAlert(tx, origin.orgId, found.id) : undefined;
     if (!alert) return { outcome: "rejected:unknown_alert", reason: "There is no alert with this alert_id." };
     const user = data.user_id ? await findUser(tx, origin.orgId, data.user_id) : undefined;
     const by = user?.status === "active" ? user.id : `channel:${channelId}`;
