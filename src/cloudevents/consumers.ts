@@ -214,7 +214,7 @@ export class ConsumerService {
       throw error;
     }
     const heartbeatMs = org.settings.cloudevents.source.stream_heartbeat_seconds * 1000;
-    const stream = new SseStream(this, consumer, heartbeatMs, () => {
+    const stream = new SseStream(this.ctx, this.broker, consumer, heartbeatMs, () => {
       release();
       this.streams.delete(stream);
     });
@@ -237,25 +237,6 @@ export class ConsumerService {
   /** Open streams per org, for metrics. */
   streamCounts(): Map<string, number> {
     return new Map(this.openStreams);
-  }
-
-  /** @internal for SseStream */
-  readPage(consumer: Consumer, after: number): LogEntry[] {
-    return orgEventsAfter(this.ctx.store, consumer.orgId, after, PAGE_ROWS);
-  }
-
-  /** @internal for SseStream */
-  subscribe(consumer: Consumer, listener: (entries: readonly LogEntry[]) => void): () => void {
-    return this.broker.subscribe(consumer.orgId, listener);
-  }
-
-  /** @internal for SseStream */
-  logDrop(consumer: Consumer, queuedBytes: number): void {
-    this.ctx.log.warn("slow event stream dropped", {
-      org_id: consumer.orgId,
-      consumer_id: consumer.id,
-      queued_bytes: queuedBytes,
-    });
   }
 }
 
@@ -304,7 +285,8 @@ class SseStream {
   private position: number;
 
   constructor(
-    private readonly service: ConsumerService,
+    private readonly ctx: AccountsContext,
+    private readonly broker: EventBroker,
     private readonly consumer: Consumer,
     heartbeatMs: number,
     private readonly onClose: () => void,
@@ -332,11 +314,11 @@ class SseStream {
   private catchUp(): void {
     for (let page = 0; page < CATCH_UP_PAGES_PER_TURN; page++) {
       if (this.closed || this.unsubscribe) return;
-      const rows = this.service.readPage(this.consumer, this.position);
+      const rows = orgEventsAfter(this.ctx.store, this.consumer.orgId, this.position, PAGE_ROWS);
       const sent = this.deliver(rows);
       // Caught up: subscribing in the same turn as the last read leaves no gap.
       if (rows.length < PAGE_ROWS) {
-        this.unsubscribe = this.service.subscribe(this.consumer, (entries) => this.deliver(entries));
+        this.unsubscribe = this.broker.subscribe(this.consumer.orgId, (entries) => this.deliver(entries));
         return;
       }
       if (sent) return;
@@ -370,7 +352,11 @@ class SseStream {
     }
     const queued = -(controller.desiredSize ?? 0);
     if (queued > STREAM_BUFFER_LIMIT) {
-      this.service.logDrop(this.consumer, queued);
+      this.ctx.log.warn("slow event stream dropped", {
+        org_id: this.consumer.orgId,
+        consumer_id: this.consumer.id,
+        queued_bytes: queued,
+      });
       this.close();
     }
   }
