@@ -45,7 +45,7 @@ import { ulid } from "ulid";
 import { listAlerts } from "../../src/alerts/alerts.repository.ts";
 import type { Database } from "../../src/db/database.ts";
 import { BunSqliteDialect } from "../../src/db/dialect.ts";
-import { runCli, type Server, startBare, startSvcOnPort } from "./foundation.ts";
+import { initOrg, type Server, startBare, startSvcOnPort } from "./foundation.ts";
 import {
   CORES,
   eachLine,
@@ -57,10 +57,10 @@ import {
   num,
   percentile,
   poll,
-  printSummary,
   procCpuSeconds,
   ratio,
   removeDir,
+  runBenchmarkMain,
   type SummaryRow,
   spawnTracked,
   stopProcess,
@@ -192,25 +192,6 @@ async function call<T>(
   const text = await response.text();
   if (response.status !== expected) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
   return JSON.parse(text) as T;
-}
-
-async function initDataDir(dataDir: string): Promise<string> {
-  const init = JSON.parse(
-    await runCli([
-      "admin",
-      "init",
-      "--json",
-      "--data-dir",
-      dataDir,
-      "--org-name",
-      "Acme Corporation",
-      "--org-slug",
-      "acme",
-      "--owner-email",
-      "owner@acme.test",
-    ]),
-  ) as { api_key: { secret: string } };
-  return `Bearer ${init.api_key.secret}`;
 }
 
 /** The `svc_store_commits` counter from /metrics. */
@@ -547,7 +528,7 @@ export async function runAlertingBench(): Promise<SummaryRow[]> {
   try {
     // -- Parts 1 and 2 share one server. ------------------------------------------------------
     const dataDir = join(root, "data");
-    const authorization = await initDataDir(dataDir);
+    const authorization = (await initOrg(dataDir)).authorization;
     const receiver = await startReceiver();
     const svc = (await startSvcOnPort(dataDir, join(root, "serve.log"), "warn")).server;
 
@@ -732,7 +713,7 @@ export async function runAlertingBench(): Promise<SummaryRow[]> {
     // -- Part 3: its own data dir with the seeded alerts. ------------------------------------
     heading(`3. GET /api/v1/alerts with ${num(alertCount)} alerts, ${listRequests} requests per filter`);
     const listDir = join(root, "list-data");
-    const listAuth = await initDataDir(listDir);
+    const listAuth = (await initOrg(listDir)).authorization;
     const first = (await startSvcOnPort(listDir, join(root, "list-1.log"), "warn")).server;
     const org = await call<{ id: string }>(first.base, listAuth, "GET", "/api/v1/org", undefined, 200);
     const monitors: { id: string; group_id: string }[] = [];
@@ -802,16 +783,6 @@ if (import.meta.main) {
   if (role === "receiver") childReceiver();
   else if (role !== undefined) throw new Error(`unknown child role ${role}`);
   else {
-    const started = performance.now();
-    try {
-      printSummary(await runAlertingBench());
-      console.log(`  total time ${Math.round((performance.now() - started) / 1000)} s`);
-      process.exit(0);
-    } catch (error) {
-      console.error(
-        `\nbenchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
-      );
-      process.exit(1);
-    }
+    await runBenchmarkMain(runAlertingBench);
   }
 }

@@ -39,7 +39,7 @@ import { Database as SqliteHandle } from "bun:sqlite";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { runCli } from "./foundation.ts";
+import { initOrg } from "./foundation.ts";
 import {
   api,
   CLI,
@@ -55,10 +55,10 @@ import {
   num,
   percentile,
   poll,
-  printSummary,
   procStatusMb,
   ratio,
   removeDir,
+  runBenchmarkMain,
   type SummaryRow,
   spawnTracked,
   stopProcess,
@@ -288,25 +288,6 @@ function postLoad(
   options: Omit<PostLoadConfig, "url" | "fixedId">,
 ): Promise<LoadResult> {
   return runPostLoad(label, server.proc.pid, { url: `${server.base}${path}`, fixedId: "fixed", ...options });
-}
-
-async function initDataDir(dataDir: string): Promise<string> {
-  const init = JSON.parse(
-    await runCli([
-      "admin",
-      "init",
-      "--json",
-      "--data-dir",
-      dataDir,
-      "--org-name",
-      "Acme Corporation",
-      "--org-slug",
-      "acme",
-      "--owner-email",
-      "owner@acme.test",
-    ]),
-  ) as { api_key: { secret: string } };
-  return `Bearer ${init.api_key.secret}`;
 }
 
 async function ingestToken(base: string, authorization: string): Promise<string> {
@@ -674,7 +655,7 @@ function loadRow(run: LoadResult, eventsPerRequest: number): string[] {
 async function ingestParts(s: Settings, parts: Set<number>): Promise<Row[]> {
   const rows: Row[] = [];
   const dataDir = join(s.root, "ingest");
-  const authorization = await initDataDir(dataDir);
+  const authorization = (await initOrg(dataDir)).authorization;
   const svc = await startSvc(dataDir, join(s.root, "ingest.log"), {});
   const token = await ingestToken(svc.base, authorization);
   const ingestPath = `/api/v1/cloudevents/ingest/${token}`;
@@ -804,7 +785,7 @@ async function ssePart(s: Settings): Promise<Row[]> {
     `3. Ingest → SSE, ${s.sseStreams} streams, ${EVENTS_PER_TICK} events every ${TICK_MS} ms (${s.sseMode}), ${s.seconds} s`,
   );
   const dataDir = join(s.root, "sse");
-  const authorization = await initDataDir(dataDir);
+  const authorization = (await initOrg(dataDir)).authorization;
   const svc = await startSvc(dataDir, join(s.root, "sse.log"), {
     SVC_LIMITS_STREAMS_PER_ORG: String(Math.max(200, s.sseStreams * 2)),
   });
@@ -866,7 +847,7 @@ async function ssePart(s: Settings): Promise<Row[]> {
 async function idlePart(s: Settings): Promise<Row[]> {
   heading(`4. ${num(s.idleStreams)} idle SSE streams: server RSS`);
   const dataDir = join(s.root, "idle");
-  const authorization = await initDataDir(dataDir);
+  const authorization = (await initOrg(dataDir)).authorization;
   const svc = await startSvc(dataDir, join(s.root, "idle.log"), {
     SVC_LIMITS_STREAMS_PER_ORG: String(s.idleStreams + 100),
   });
@@ -968,16 +949,6 @@ if (import.meta.main) {
   } else if (role === "bare-server") childBareServer();
   else if (role !== undefined) throw new Error(`unknown child role ${role}`);
   else {
-    const started = performance.now();
-    try {
-      printSummary(await runCloudEventsBench());
-      console.log(`  total time ${Math.round((performance.now() - started) / 1000)} s`);
-      process.exit(0);
-    } catch (error) {
-      console.error(
-        `\nbenchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
-      );
-      process.exit(1);
-    }
+    await runBenchmarkMain(runCloudEventsBench);
   }
 }

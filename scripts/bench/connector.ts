@@ -24,10 +24,11 @@
  *
  * Environment: BENCH_EVENTS (default 30000), BENCH_SECONDS (latency run, default 10),
  * BENCH_RATE (default 500), BENCH_CONCURRENCY (the connector's --concurrency, default its own).
- * Not part of `run.ts`. Exit code 0 even when a target is missed.
+ * Part of `run.ts`. Exit code 0 even when a target is missed.
  */
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { initOrg, startSvcOnPort, svcEnv } from "./foundation.ts";
 import {
   api,
   CLI,
@@ -42,8 +43,8 @@ import {
   num,
   percentile,
   poll,
-  printSummary,
   procCpuSeconds,
+  runBenchmarkMain,
   type SummaryRow,
   spawnTracked,
   stopProcess,
@@ -121,58 +122,13 @@ interface Setup {
   sink: Subprocess;
 }
 
-function cleanEnv(extra: Record<string, string>): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !key.startsWith("SVC_") && !key.startsWith("K_")) env[key] = value;
-  }
-  return { ...env, SVC_LOG_FORMAT: "json", ...extra };
-}
-
 async function setUp(): Promise<Setup> {
   const dataDir = tempDir("svc-bench-connector-");
-  const init = Bun.spawnSync(
-    [
-      process.execPath,
-      CLI,
-      "admin",
-      "init",
-      "--org-name",
-      "Bench",
-      "--org-slug",
-      "bench",
-      "--owner-email",
-      "owner@bench.test",
-      "--data-dir",
-      dataDir,
-      "--json",
-    ],
-    { env: cleanEnv({}), stdout: "pipe", stderr: "pipe" },
-  );
-  if (init.exitCode !== 0) throw new Error(`svc admin init failed: ${init.stderr.toString()}`);
-  const created = JSON.parse(init.stdout.toString()) as {
-    api_key: { secret: string };
-    ingest_token: { token: string };
-  };
-  const port = freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const svc = spawnTracked(
-    [process.execPath, CLI, "serve", "--data-dir", dataDir, "--listen", `127.0.0.1:${port}`],
-    {
-      env: cleanEnv({ SVC_LOG_LEVEL: "warn", SVC_LIMITS_POLL_PER_MINUTE: "1000000" }),
-      stdout: Bun.file(join(dataDir, "serve.log")),
-      stderr: "inherit",
-    },
-  );
-  await poll("svc /readyz", async () => {
-    if (svc.exitCode !== null) throw new Error(`svc serve exited with ${svc.exitCode}`);
-    try {
-      return (await fetch(`${base}/readyz`)).status === 200 ? true : undefined;
-    } catch {
-      return undefined;
-    }
+  const { authorization: adminAuth, ingestToken } = await initOrg(dataDir);
+  const { server } = await startSvcOnPort(dataDir, join(dataDir, "serve.log"), "warn", {
+    SVC_LIMITS_POLL_PER_MINUTE: "1000000",
   });
-  const adminAuth = `Bearer ${created.api_key.secret}`;
+  const { base, proc: svc } = server;
   const key = (await api(base, adminAuth, "POST", "/api/v1/api-keys", {
     name: "bench connector",
     scopes: ["events"],
@@ -180,7 +136,7 @@ async function setUp(): Promise<Setup> {
   })) as { secret: string };
 
   const sink = spawnTracked([process.execPath, SELF, "--child", "sink"], {
-    env: cleanEnv({}),
+    env: svcEnv(),
     stdout: "pipe",
     stderr: "inherit",
   });
@@ -195,7 +151,7 @@ async function setUp(): Promise<Setup> {
     svc,
     key: key.secret,
     adminAuth,
-    token: created.ingest_token.token,
+    token: ingestToken,
     sinkBase: `http://127.0.0.1:${sinkPort}`,
     sink,
   };
@@ -227,7 +183,7 @@ async function startConnector(s: Setup, filter: string, extra: string[] = []): P
       ...(concurrency ? ["--concurrency", concurrency] : []),
       ...extra,
     ],
-    { env: cleanEnv({ SVC_API_KEY: s.key, SVC_LOG_LEVEL: "warn" }), stdout: "inherit", stderr: "inherit" },
+    { env: svcEnv("warn", { SVC_API_KEY: s.key }), stdout: "inherit", stderr: "inherit" },
   );
   const health = `http://127.0.0.1:${healthPort}`;
   await poll("the connector ready", async () => {
@@ -464,16 +420,6 @@ if (import.meta.main) {
     if (role === "sink") childSink();
     else throw new Error(`unknown child role ${role}`);
   } else {
-    const started = performance.now();
-    try {
-      printSummary(await runConnectorBench());
-      console.log(`  total time ${Math.round((performance.now() - started) / 1000)} s`);
-      process.exit(0);
-    } catch (error) {
-      console.error(
-        `\nbenchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
-      );
-      process.exit(1);
-    }
+    await runBenchmarkMain(runConnectorBench);
   }
 }

@@ -168,15 +168,15 @@ export interface LoadRun {
   logBytes: number;
 }
 
-/** The environment for `svc` children: no inherited SVC_* settings, JSON logs, optional level. */
-function svcEnv(level?: "warn"): Record<string, string> {
+/** The environment for `svc` children: no inherited SVC_* or K_* settings, JSON logs, optional level. */
+export function svcEnv(level?: "warn", extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !key.startsWith("SVC_")) env[key] = value;
+    if (value !== undefined && !key.startsWith("SVC_") && !key.startsWith("K_")) env[key] = value;
   }
   env.SVC_LOG_FORMAT = "json";
   if (level) env.SVC_LOG_LEVEL = level;
-  return env;
+  return { ...env, ...extra };
 }
 
 export async function runCli(args: string[]): Promise<string> {
@@ -192,6 +192,26 @@ export async function runCli(args: string[]): Promise<string> {
   ]);
   if (code !== 0) throw new Error(`svc ${args.join(" ")} failed (${code}): ${stderr}`);
   return stdout;
+}
+
+/** `svc admin init` for the org "acme": the owner's API key as a header value and the ingest token. */
+export async function initOrg(dataDir: string): Promise<{ authorization: string; ingestToken: string }> {
+  const init = JSON.parse(
+    await runCli([
+      "admin",
+      "init",
+      "--json",
+      "--data-dir",
+      dataDir,
+      "--org-name",
+      "Acme Corporation",
+      "--org-slug",
+      "acme",
+      "--owner-email",
+      "owner@acme.test",
+    ]),
+  ) as { api_key: { secret: string }; ingest_token: { token: string } };
+  return { authorization: `Bearer ${init.api_key.secret}`, ingestToken: init.ingest_token.token };
 }
 
 async function readyStatus(base: string): Promise<number | undefined> {
@@ -224,13 +244,14 @@ export async function startSvcOnPort(
   dataDir: string,
   logFile: string,
   level: "warn" | undefined,
+  extraEnv: Record<string, string> = {},
 ): Promise<{ server: Server; readyMs: number }> {
   const port = freePort();
   const base = `http://127.0.0.1:${port}`;
   const started = performance.now();
   const proc = spawnTracked(
     [process.execPath, CLI, "serve", "--data-dir", dataDir, "--listen", `127.0.0.1:${port}`],
-    { env: svcEnv(level), stdout: Bun.file(logFile), stderr: "inherit" },
+    { env: svcEnv(level, extraEnv), stdout: Bun.file(logFile), stderr: "inherit" },
   );
   await poll(
     "/readyz to answer 200",
@@ -376,22 +397,7 @@ export async function runFoundation(): Promise<SummaryRow[]> {
   const root = tempDir("svc-bench-http-");
   const dataDir = join(root, "data");
   try {
-    const init = JSON.parse(
-      await runCli([
-        "admin",
-        "init",
-        "--json",
-        "--data-dir",
-        dataDir,
-        "--org-name",
-        "Acme Corporation",
-        "--org-slug",
-        "acme",
-        "--owner-email",
-        "owner@acme.test",
-      ]),
-    ) as { api_key: { secret: string } };
-    const authorization = `Bearer ${init.api_key.secret}`;
+    const { authorization } = await initOrg(dataDir);
 
     // Start-up: spawn → /readyz 200, five times (default log level, as an operator starts it).
     const readyTimes: number[] = [];

@@ -1,6 +1,7 @@
 /**
  * `bun run bench`: the performance figures in one run (one process tree): the HTTP foundation,
- * the store, schedules, alerting, public status pages and CloudEvents (BENCH_CE_*: see cloudevents.ts).
+ * the store, schedules, alerting, public status pages, CloudEvents (BENCH_CE_*: see cloudevents.ts)
+ * and the connector (BENCH_EVENTS, BENCH_RATE: see connector.ts).
  *
  *   BENCH_SECONDS=10 bun scripts/bench/run.ts
  *
@@ -13,29 +14,19 @@
  */
 import { runAlertingBench } from "./alerting.ts";
 import { runCloudEventsBench } from "./cloudevents.ts";
+import { runConnectorBench } from "./connector.ts";
 import { runFoundation } from "./foundation.ts";
-import { installCleanupHandlers, printSummary } from "./lib.ts";
+import { runBenchmarkMain } from "./lib.ts";
 import { runSchedulesBench } from "./schedules.ts";
 import { runStatusPagesBench } from "./status-pages.ts";
 import { runStoreBench } from "./store.ts";
 
-installCleanupHandlers();
-const started = performance.now();
-try {
-  const rows = [
-    ...(await runFoundation()),
-    ...(await runStoreBench()),
-    ...(await runSchedulesBench()),
-    ...(await runAlertingBench()),
-    ...(await runStatusPagesBench()),
-    ...(await runCloudEventsBench()),
-  ];
-  printSummary(rows);
-  console.log(`  total time ${Math.round((performance.now() - started) / 1000)} s`);
-  process.exit(0);
-} catch (error) {
-  console.error(
-    `\nbenchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
-  );
-  process.exit(1);
-}
+await runBenchmarkMain(async () => [
+  ...(await runFoundation()),
+  ...(await runStoreBench()),
+  ...(await runSchedulesBench()),
+  ...(await runAlertingBench()),
+  ...(await runStatusPagesBench()),
+  ...(await runCloudEventsBench()),
+  ...(await runConnectorBench()),
+]);

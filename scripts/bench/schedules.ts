@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import { onCallAt, type ScheduleSpec } from "../../src/schedules/rotation.ts";
-import { runCli, runLoad, startBare, startSvcOnPort } from "./foundation.ts";
+import { initOrg, runLoad, startBare, startSvcOnPort } from "./foundation.ts";
 import {
   api,
   envNumber,
@@ -132,22 +132,7 @@ export async function runSchedulesBench(): Promise<SummaryRow[]> {
   const root = tempDir("svc-bench-schedules-");
   const dataDir = join(root, "data");
   try {
-    const init = JSON.parse(
-      await runCli([
-        "admin",
-        "init",
-        "--json",
-        "--data-dir",
-        dataDir,
-        "--org-name",
-        "Acme",
-        "--org-slug",
-        "acme",
-        "--owner-email",
-        "owner@acme.test",
-      ]),
-    ) as { api_key: { secret: string } };
-    const authorization = `Bearer ${init.api_key.secret}`;
+    const { authorization } = await initOrg(dataDir);
     const svc = (await startSvcOnPort(dataDir, join(root, "serve.log"), "warn")).server;
     const people: string[] = [];
     for (let i = 0; i < 10; i++) {

@@ -7,7 +7,7 @@
  *   bun scripts/bench/status-pages.ts     (BENCH_SECONDS, default 10)
  */
 import { join } from "node:path";
-import { runCli, runLoad, startBare, startSvcOnPort } from "./foundation.ts";
+import { initOrg, runLoad, startBare, startSvcOnPort } from "./foundation.ts";
 import {
   api,
   envNumber,
@@ -33,22 +33,7 @@ export async function runStatusPagesBench(): Promise<SummaryRow[]> {
   const root = tempDir("svc-bench-status-");
   const dataDir = join(root, "data");
   try {
-    const init = JSON.parse(
-      await runCli([
-        "admin",
-        "init",
-        "--json",
-        "--data-dir",
-        dataDir,
-        "--org-name",
-        "Acme",
-        "--org-slug",
-        "acme",
-        "--owner-email",
-        "owner@acme.test",
-      ]),
-    ) as { api_key: { secret: string } };
-    const authorization = `Bearer ${init.api_key.secret}`;
+    const { authorization } = await initOrg(dataDir);
     const svc = (await startSvcOnPort(dataDir, join(root, "serve.log"), "warn")).server;
     const page = await api(svc.base, authorization, "POST", "/api/v1/status-pages", {
       slug: "status",
