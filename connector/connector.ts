@@ -367,8 +367,14 @@ export class Connector {
           if (outcome !== "abandoned") this.window.complete(entry);
         },
         (error: unknown) => {
-          // A bug, not a sink answer: the event stays uncommitted (re-sent after a restart).
-          this.log.error("delivery failed unexpectedly", { event_id: item.event.id, ...describe(error) });
+          // A bug, not a sink answer. The event stays uncommitted, which would hold the cursor
+          // back for good: stop (exit 1) so a supervisor restarts us and it is sent again.
+          this.log.error("delivery failed unexpectedly: stopping", {
+            event_id: item.event.id,
+            ...describe(error),
+          });
+          this.exitCode = 1;
+          this.stop("unexpected delivery error");
         },
       )
       .finally(() => {

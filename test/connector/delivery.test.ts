@@ -174,13 +174,13 @@ describe("sink answers", () => {
     SLOW,
   );
 
-  test(
-    "401 pauses delivery: not ready, retried with backoff, never skipped; resumes when accepted",
-    async () => {
+  test.each([401, 403])(
+    "%d pauses delivery: not ready, retried with backoff, never skipped; resumes when accepted",
+    async (status) => {
       sink = Sink.start();
       let refuse = true;
-      sink.behaviour = () => (refuse ? new Response(null, { status: 401 }) : undefined);
-      const type = "com.example.auth";
+      sink.behaviour = () => (refuse ? new Response(null, { status }) : undefined);
+      const type = `com.example.auth${status}`;
       const c = await connect(type);
       const health = await c.healthBase();
       expect((await fetch(`${health}/readyz`)).status).toBe(200);

@@ -11,7 +11,15 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { type Client, TestServer, tempDir } from "../support/harness.ts";
-import { ConnectorProcess, connectorArgs, eventsKey, fire, Sink, waitUntil } from "./support.ts";
+import {
+  ConnectorProcess,
+  connectorArgs,
+  eventsKey,
+  fire,
+  SilencingProxy,
+  Sink,
+  waitUntil,
+} from "./support.ts";
 
 const SLOW = 30_000;
 const VERY_SLOW = 60_000;
@@ -312,6 +320,41 @@ describe("consumption modes", () => {
       expect([...sink.accepted().keys()].sort()).toEqual([...first, ...second].sort());
       expect([...sink.accepted().values()].every((n) => n === 1)).toBe(true);
       await waitUntil(() => c.count("event stream connected") >= 2, 30_000, "the stream again");
+    },
+    VERY_SLOW,
+  );
+
+  test(
+    "a stream that goes silent without closing is given up after 2 × heartbeat + 5 s and reopened",
+    async () => {
+      const { server, api, key } = await setup();
+      const put = await api.put("/api/v1/org/settings", {
+        cloudevents: { source: { mode: "stream", stream_heartbeat_seconds: 1 } },
+      });
+      expect(put.status).toBe(200);
+      const proxy = await SilencingProxy.start(server.base);
+      try {
+        const sink = startSink();
+        const type = "com.example.silent";
+        const c = start([...connectorArgs(server, key, sink, ["--filter", type]), "--url", proxy.base]);
+        await c.waitForMsg("event stream connected");
+        const first = await fire(server, 3, type);
+        await sink.until(() => sink.accepted().size === 3);
+
+        proxy.silence();
+        const silencedAt = Date.now();
+        const second = await fire(server, 3, type);
+        const gaveUp = await c.waitForMsg("event stream silent: reconnecting", 15_000);
+        // Heartbeats every second stop arriving: 7 s of silence (checked every second) ends it.
+        expect(Date.now() - silencedAt).toBeGreaterThanOrEqual(6_000);
+        expect(gaveUp.silent_ms).toBeGreaterThan(7_000);
+        await sink.until(() => sink.accepted().size === 6, 10_000, "the events sent while silent");
+        expect([...sink.accepted().keys()].sort()).toEqual([...first, ...second].sort());
+        expect([...sink.accepted().values()].every((n) => n === 1)).toBe(true);
+        await waitUntil(() => c.count("event stream connected") === 2, 5_000, "the second connect line");
+      } finally {
+        proxy.stop();
+      }
     },
     VERY_SLOW,
   );

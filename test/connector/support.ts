@@ -5,6 +5,7 @@
  * svc's HTTP API.
  */
 
+import { connect, createServer, type Server as NetServer, type Socket } from "node:net";
 import { join } from "node:path";
 import type { Server } from "bun";
 import { type CloudEventV1, HTTP } from "cloudevents";
@@ -272,5 +273,59 @@ export async function waitUntil(
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await Bun.sleep(50);
+  }
+}
+
+/**
+ * A TCP proxy in front of svc whose open connections can go silent: after `silence()` they stay
+ * open but pass none of svc's bytes (a dead path that sends no reset, as a stuck middlebox or a
+ * lost route does); connections opened afterwards pass everything.
+ */
+export class SilencingProxy {
+  private readonly pairs = new Set<{ client: Socket; upstream: Socket }>();
+
+  private constructor(private readonly server: NetServer) {}
+
+  static async start(target: string): Promise<SilencingProxy> {
+    const { hostname, port } = new URL(target);
+    let proxy: SilencingProxy | null = null;
+    const server = createServer((client) => {
+      const upstream = connect(Number(port), hostname);
+      const pair = { client, upstream };
+      (proxy as SilencingProxy).pairs.add(pair);
+      client.pipe(upstream);
+      upstream.pipe(client);
+      const close = () => {
+        client.destroy();
+        upstream.destroy();
+        (proxy as SilencingProxy).pairs.delete(pair);
+      };
+      client.on("error", close).on("close", close);
+      upstream.on("error", close).on("close", close);
+    });
+    proxy = new SilencingProxy(server);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return proxy;
+  }
+
+  get base(): string {
+    const address = this.server.address() as { port: number };
+    return `http://127.0.0.1:${address.port}`;
+  }
+
+  /** Every connection open now stops passing svc's bytes to the client. */
+  silence(): void {
+    for (const { client, upstream } of this.pairs) {
+      upstream.unpipe(client);
+      upstream.pause();
+    }
+  }
+
+  stop(): void {
+    for (const { client, upstream } of this.pairs) {
+      client.destroy();
+      upstream.destroy();
+    }
+    this.server.close();
   }
 }
