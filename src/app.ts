@@ -9,6 +9,7 @@ import { liveKeys } from "./accounts/api-keys.repository.ts";
 import type { AccountsContext } from "./accounts/context.ts";
 import { countOrgs } from "./accounts/orgs.repository.ts";
 import { SessionSigner } from "./accounts/sessions.ts";
+import { pruneAllAlerts } from "./alerts/retention.ts";
 import { pruneCloudEvents } from "./cloudevents/retention.ts";
 import type { Config } from "./config.ts";
 import { migrate } from "./db/migrate.ts";
@@ -125,6 +126,11 @@ export class App {
       name: "cloudevents-retention",
       everyMs: 10 * 60_000,
       run: (now) => pruneCloudEvents(this.ctx, replies, now),
+    });
+    this.scheduler.add({
+      name: "alerts-retention",
+      everyMs: 10 * 60_000,
+      run: (now) => pruneAllAlerts(this.ctx, now),
     });
     this.registerGauges();
     this.server = createHttpApp({

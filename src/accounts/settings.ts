@@ -134,3 +134,12 @@ export const SettingsDocument = T.Object({
     }),
   }),
 });
+
+/**
+ * An org's retention in days: its own setting may only shorten the server's, also when the
+ * server's was lowered after the org saved it. 0 keeps for ever (alerts only).
+ */
+export function retentionDays(orgDays: number | null, serverDays: number): number {
+  if (orgDays === null) return serverDays;
+  return serverDays > 0 ? Math.min(orgDays, serverDays) : orgDays;
+}

@@ -4,7 +4,7 @@
  */
 import type { AccountsContext } from "../accounts/context.ts";
 import { listOrgs } from "../accounts/orgs.repository.ts";
-import { parseSettings } from "../accounts/settings.ts";
+import { parseSettings, retentionDays } from "../accounts/settings.ts";
 import { pruneEvents } from "../events/retention.ts";
 import { DAY } from "../time.ts";
 import { pruneConsumers } from "./consumers.repository.ts";
@@ -18,7 +18,10 @@ export async function pruneCloudEvents(
 ): Promise<void> {
   const { config, store } = ctx;
   for (const org of await listOrgs(store.read)) {
-    const days = parseSettings(org.settings).retention.events_days ?? config.retention.events_days;
+    const days = retentionDays(
+      parseSettings(org.settings).retention.events_days,
+      config.retention.events_days,
+    );
     const removed = await pruneEvents(store, org.id, days, now);
     if (removed > 0) ctx.log.info("event log pruned", { org_id: org.id, events: removed, days });
     await replies.prune(org.id, planeLimits(config, org.plan).repliesRetentionDays, now);
