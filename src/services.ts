@@ -13,6 +13,7 @@ import { Dispatcher } from "./escalation/dispatcher.ts";
 import { PolicyService } from "./escalation/policies.service.ts";
 import { EventBroker } from "./events/broker.ts";
 import { IncidentService } from "./incidents/incidents.service.ts";
+import { EventMonitorIndex } from "./monitors/event-monitors.ts";
 import { MonitorService } from "./monitors/monitors.service.ts";
 import { MonitorRuntime } from "./monitors/runtime.ts";
 import { ChannelService } from "./notifications/channels.service.ts";
@@ -45,8 +46,10 @@ export function createServices(ctx: AccountsContext, signer: SessionSigner): Ser
   const deliverer = new Deliverer(ctx);
   const alerts = new AlertService(ctx, new Dispatcher(schedules, ctx.store, deliverer));
   const replies = new ReplyDispatcher(ctx, alerts);
+  const accounts = createAccounts(ctx, signer);
+  const eventMonitors = new EventMonitorIndex(ctx.store);
   return {
-    accounts: createAccounts(ctx, signer),
+    accounts,
     alerts,
     eventsApi: new EventsApi(() => ctx.store.read, alerts),
     deliverer,
@@ -58,8 +61,15 @@ export function createServices(ctx: AccountsContext, signer: SessionSigner): Ser
     schedules,
     channels: new ChannelService(ctx),
     policies: new PolicyService(ctx),
-    monitors: new MonitorService(ctx),
-    ingest: new IngestService(ctx, replies, alerts, new OidcVerifier()),
+    monitors: new MonitorService(ctx, eventMonitors),
+    ingest: new IngestService(
+      ctx,
+      replies,
+      alerts,
+      new OidcVerifier(),
+      accounts.ingestCredentials,
+      eventMonitors,
+    ),
     consumers: new ConsumerService(ctx, new EventBroker(ctx.store)),
     replies,
   };

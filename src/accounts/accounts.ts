@@ -1,6 +1,7 @@
 import { ApiKeyService } from "./api-keys.service.ts";
 import { AuthService } from "./auth.service.ts";
 import type { AccountsContext } from "./context.ts";
+import { IngestCredentials } from "./ingest-credentials.ts";
 import { IngestTokenService } from "./ingest-tokens.service.ts";
 import { OrgService } from "./orgs.service.ts";
 import type { SessionSigner } from "./sessions.ts";
@@ -14,17 +15,21 @@ export interface Accounts {
   keys: ApiKeyService;
   teams: TeamService;
   ingestTokens: IngestTokenService;
+  /** What the ingest endpoint authenticates with (shared so a revoke can forget it). */
+  ingestCredentials: IngestCredentials;
   auth: AuthService;
 }
 
 export function createAccounts(ctx: AccountsContext, signer: SessionSigner): Accounts {
   const invites = new InviteService(ctx);
+  const ingestCredentials = new IngestCredentials(ctx.store);
   return {
     orgs: new OrgService(ctx, invites),
     users: new UserService(ctx, invites),
     keys: new ApiKeyService(ctx),
     teams: new TeamService(ctx),
-    ingestTokens: new IngestTokenService(ctx),
+    ingestTokens: new IngestTokenService(ctx, ingestCredentials),
+    ingestCredentials,
     auth: new AuthService(ctx, signer),
   };
 }

@@ -5,6 +5,7 @@ import { toPage } from "../http/pagination.ts";
 import { newId } from "../ids.ts";
 import { findChannel } from "../notifications/channels.repository.ts";
 import type { AccountsContext } from "./context.ts";
+import type { IngestCredentials } from "./ingest-credentials.ts";
 import type { IngestTokenTable } from "./ingest-token.table.ts";
 import { toIngestToken } from "./ingest-token.ts";
 import {
@@ -45,7 +46,10 @@ export async function insertIngestToken(
 }
 
 export class IngestTokenService {
-  constructor(private readonly ctx: AccountsContext) {}
+  constructor(
+    private readonly ctx: AccountsContext,
+    private readonly credentials: IngestCredentials,
+  ) {}
 
   async list(orgId: string, limit: number, cursor: (string | number)[] | null) {
     const rows = await listIngestTokens(
@@ -69,6 +73,7 @@ export class IngestTokenService {
     await this.ctx.store.write(async (tx) => {
       if (!(await findIngestToken(tx, orgId, id))) throw errors.notFound("Ingest token");
       await revokeIngestToken(tx, id, Date.now());
+      this.credentials.forgetAfterCommit();
     });
   }
 }

@@ -5,9 +5,8 @@
  * and the alerts of event monitors whose type glob matches.
  */
 import type { AccountsContext } from "../accounts/context.ts";
-import { findLiveTokenByHash } from "../accounts/ingest-tokens.repository.ts";
+import type { IngestCredentials } from "../accounts/ingest-credentials.ts";
 import { findOrgBySlug } from "../accounts/orgs.repository.ts";
-import { sha256 } from "../accounts/secrets.ts";
 import { parseSettings } from "../accounts/settings.ts";
 import type { AlertService } from "../alerts/alerts.service.ts";
 import { severityOf } from "../alerts/events-api.ts";
@@ -15,9 +14,8 @@ import type { Db } from "../db/store.ts";
 import { errors } from "../errors.ts";
 import { insertInbound } from "../events/log.repository.ts";
 import { readLimitedBytes } from "../http/route.ts";
-import type { MonitorTable } from "../monitors/monitor.table.ts";
-import { activeEventMonitors, findMonitorById } from "../monitors/monitors.repository.ts";
-import { globToRegExp } from "./filter.ts";
+import type { EventMonitor, EventMonitorIndex } from "../monitors/event-monitors.ts";
+import { findMonitorById } from "../monitors/monitors.repository.ts";
 import { type InboundEvent, parseIngest } from "./format.ts";
 import type { OidcVerifier } from "./oidc.ts";
 import { checkPlanGate } from "./plans.ts";
@@ -32,6 +30,8 @@ export class IngestService {
     private readonly replies: ReplyDispatcher,
     private readonly alerts: AlertService,
     private readonly oidc: OidcVerifier,
+    private readonly credentials: IngestCredentials,
+    private readonly eventMonitors: EventMonitorIndex,
   ) {}
 
   async ingest(token: string, request: Request): Promise<{ accepted: number }> {
@@ -52,15 +52,15 @@ export class IngestService {
     await this.ctx.store.write(async (tx) => {
       const stored = insertInbound(this.ctx.store, origin.orgId, events, now);
       const fresh = events.filter((_, i) => stored[i]);
-      let monitors: FedMonitor[] | null = null;
+      let monitors: EventMonitor[] | null = null;
       for (const event of fresh) {
         if (isReply(event.type)) {
           await this.replies.decideIn(tx, origin, event, now);
           continue;
         }
-        monitors ??= (await activeEventMonitors(tx, origin.orgId)).flatMap(fedMonitor);
+        monitors ??= await this.eventMonitors.forOrg(tx, origin.orgId);
         for (const monitor of monitors) {
-          if (monitor.matches.test(event.type)) await this.feed(tx, monitor.row, event, now);
+          if (monitor.matches.test(event.type)) await this.feed(tx, monitor.id, event, now);
         }
       }
     });
@@ -82,7 +82,7 @@ export class IngestService {
       checkPlanGate(this.ctx.config, org.plan);
       return { orgId: org.id, tokenId: null, channelId: null };
     }
-    const credential = findLiveTokenByHash(this.ctx.store, sha256(token));
+    const credential = this.credentials.find(token);
     if (!credential) throw errors.unauthenticated();
     checkPlanGate(this.ctx.config, credential.plan);
     return { orgId: credential.org_id, tokenId: credential.id, channelId: credential.channel_id };
@@ -92,9 +92,9 @@ export class IngestService {
    * An inbound event reported to an event monitor: `data.event_action` (or `data.status`)
    * resolve/resolved reports the source up, acknowledge acknowledges, anything else triggers.
    */
-  private async feed(tx: Db, given: MonitorTable, event: InboundEvent, now: number): Promise<void> {
-    // An earlier event of the same batch may have changed the monitor (its status).
-    const monitor = await findMonitorById(tx, given.id);
+  private async feed(tx: Db, monitorId: string, event: InboundEvent, now: number): Promise<void> {
+    // The current row: an earlier event of the same batch may have changed it (its status).
+    const monitor = await findMonitorById(tx, monitorId);
     if (!monitor || monitor.paused === 1) return;
     const data = isObject(event.data) ? event.data : {};
     const dedupKey = text(data.dedup_key) ?? event.subject ?? event.type;
@@ -120,16 +120,6 @@ export class IngestService {
       now,
     );
   }
-}
-
-interface FedMonitor {
-  row: MonitorTable;
-  matches: RegExp;
-}
-
-function fedMonitor(row: MonitorTable): FedMonitor[] {
-  const glob = (JSON.parse(row.config) as { cloudevents_type?: string }).cloudevents_type;
-  return glob ? [{ row, matches: new RegExp(`^${globToRegExp(glob)}$`) }] : [];
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

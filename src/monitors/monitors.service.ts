@@ -13,6 +13,7 @@ import { toPage } from "../http/pagination.ts";
 import { check } from "../http/route.ts";
 import { newId } from "../ids.ts";
 import { isValidZone } from "../schedules/zoned.ts";
+import type { EventMonitorIndex } from "./event-monitors.ts";
 import type { MonitorTable, MonitorType, Severity } from "./monitor.table.ts";
 import { configSchemaOf, type HeartbeatSettings, MONITOR_TYPES, toMonitor } from "./monitor.ts";
 import {
@@ -105,7 +106,10 @@ export interface MonitorCreate {
 export type MonitorPatch = Partial<Omit<MonitorCreate, "type">>;
 
 export class MonitorService {
-  constructor(private readonly ctx: AccountsContext) {}
+  constructor(
+    private readonly ctx: AccountsContext,
+    private readonly eventMonitors: EventMonitorIndex,
+  ) {}
 
   private view(row: MonitorTable) {
     return toMonitor(row, this.ctx.config.base_url);
@@ -172,6 +176,7 @@ export class MonitorService {
       await checkTeamWrite(tx, principal, [input.team_id ?? null]);
       await checkPolicy(tx, orgId, input.escalation_policy_id);
       await insertMonitor(tx, row);
+      this.eventMonitors.changedAfterCommit(orgId);
     });
     return this.view(row);
   }
@@ -207,6 +212,7 @@ export class MonitorService {
         changes.due_at = firstDueAt(row.type, config, now);
       }
       await updateMonitor(tx, id, changes);
+      this.eventMonitors.changedAfterCommit(orgId);
     });
     return this.get(orgId, id);
   }
@@ -223,6 +229,7 @@ export class MonitorService {
         });
       }
       await deleteMonitor(tx, id);
+      this.eventMonitors.changedAfterCommit(orgId);
     });
   }
 

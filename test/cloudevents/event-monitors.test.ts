@@ -286,6 +286,42 @@ describe("trigger", () => {
   );
 
   test(
+    "monitor changes apply to the very next event: created, paused, resumed with another glob, deleted",
+    async () => {
+      const n = ns();
+      const keysOf = async (m: { id: string }) => (await alertsOf(m)).map((a) => a.dedup_key).sort();
+      // Ingest has read (and kept) the org's monitor list before this monitor exists.
+      await send(`${n}.disk.full`, { dedup_key: "before" });
+      const m = await monitor(`${n}.disk.*`);
+      await send(`${n}.disk.full`, { dedup_key: "created" });
+      expect(await keysOf(m)).toEqual(["created"]);
+
+      expect((await api.patch(`/api/v1/monitors/${m.id}`, { paused: true })).status).toBe(200);
+      await send(`${n}.disk.full`, { dedup_key: "paused" });
+      expect(await keysOf(m)).toEqual(["created"]);
+
+      const resumed = await api.patch(`/api/v1/monitors/${m.id}`, {
+        paused: false,
+        config: { cloudevents_type: `${n}.cpu.*` },
+      });
+      expect(resumed.status).toBe(200);
+      await send(`${n}.disk.full`, { dedup_key: "old-glob" });
+      await send(`${n}.cpu.hot`, { dedup_key: "new-glob" });
+      expect(await keysOf(m)).toEqual(["created", "new-glob"]);
+
+      for (const alert of await alertsOf(m)) {
+        expect((await api.post(`/api/v1/alerts/${alert.id}/resolve`, {})).status).toBe(200);
+      }
+      expect((await api.delete(`/api/v1/monitors/${m.id}`)).status).toBe(204);
+      await send(`${n}.cpu.hot`, { dedup_key: "deleted" });
+      const next = await monitor(`${n}.cpu.*`);
+      await send(`${n}.cpu.hot`, { dedup_key: "second" });
+      expect(await keysOf(next)).toEqual(["second"]);
+    },
+    SLOW,
+  );
+
+  test(
     "reply events never feed monitors, even one whose glob matches them",
     async () => {
       const m = await monitor("run.service.reply.*");

@@ -1,0 +1,28 @@
+/** A bounded map whose entries expire `ttlMs` after they were set; cleared whole when full. */
+export class ExpiringCache<K, V> {
+  private readonly entries = new Map<K, { value: V; expires: number }>();
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries: number,
+  ) {}
+
+  get(key: K, now = Date.now()): V | undefined {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return undefined;
+    if (entry.expires <= now) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return entry.value;
+  }
+
+  set(key: K, value: V, now = Date.now()): void {
+    if (this.entries.size >= this.maxEntries && !this.entries.has(key)) this.entries.clear();
+    this.entries.set(key, { value, expires: now + this.ttlMs });
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+}
