@@ -133,7 +133,7 @@ export class AlertService {
       escalate_at: result.escalateAt,
     };
     await updateAlert(tx, row.id, changes);
-    await rewriteEventData(tx, event, toAlert({ ...row, ...changes }));
+    await rewriteEventData(tx, row.org_id, event, toAlert({ ...row, ...changes }));
     await setMonitorStatus(tx, monitor, "down", now);
     return { alert: toAlert({ ...row, ...changes }), created: true };
   }
@@ -322,7 +322,7 @@ export class AlertService {
       escalate_at: result.escalateAt,
     };
     await updateAlert(tx, alert.id, changes);
-    await rewriteEventData(tx, event, toAlert({ ...alert, ...changes }));
+    await rewriteEventData(tx, alert.org_id, event, toAlert({ ...alert, ...changes }));
   }
 
   /** Scheduler job: alerts whose source came up and stayed up for `freshness_seconds` resolve. */

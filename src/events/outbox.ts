@@ -76,12 +76,19 @@ export async function eventBody(db: Db, orgId: string, id: string): Promise<stri
 /**
  * Replaces an event's data before its transaction commits: an alert's `fired` event is
  * appended before step 1 is dispatched (deliveries name it) and then carries the alert as
- * dispatch left it. Never used on a committed event.
+ * dispatch left it. Never used on a committed event. The org narrows the update to the
+ * (org_id, id, source) index: by id alone it scanned the whole log.
  */
-export async function rewriteEventData(db: Db, event: OutboundEvent, data: unknown): Promise<void> {
+export async function rewriteEventData(
+  db: Db,
+  orgId: string,
+  event: OutboundEvent,
+  data: unknown,
+): Promise<void> {
   await db
     .updateTable("events")
     .set({ body: JSON.stringify({ ...event, data }) })
+    .where("org_id", "=", orgId)
     .where("id", "=", event.id)
     .execute();
 }
