@@ -4,7 +4,7 @@
  */
 import { Type as T } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import type { Db } from "../db/store.ts";
+import type { Store } from "../db/store.ts";
 import { errors } from "../errors.ts";
 import { findMonitorByToken } from "../monitors/monitors.repository.ts";
 import type { AlertService } from "./alerts.service.ts";
@@ -33,38 +33,43 @@ const checker = TypeCompiler.Compile(AlertmanagerWebhook);
 
 export class AlertmanagerReceiver {
   constructor(
-    private readonly db: () => Db,
+    private readonly store: Store,
     private readonly alerts: AlertService,
   ) {}
 
+  /** The whole webhook is one write unit: every alert in it is taken, or none (a retry is safe). */
   async receive(integrationKey: string, body: unknown): Promise<{ status: "success"; alerts: number }> {
-    const monitor = await findMonitorByToken(this.db(), integrationKey);
-    if (monitor?.type !== "event") throw errors.notFound("Integration");
-    if (!checker.Check(body)) {
-      const first = [...checker.Errors(body)][0];
-      throw errors.field(
-        first?.path.slice(1).replaceAll("/", ".") || "body",
-        first?.message ?? "is not an Alertmanager webhook",
-      );
-    }
-    for (const alert of body.alerts) {
-      if (alert.status === "resolved") {
-        await this.alerts.sourceUp(monitor, alert.fingerprint);
-        continue;
+    const now = Date.now();
+    return this.store.write(async (tx) => {
+      const monitor = await findMonitorByToken(tx, integrationKey);
+      if (monitor?.type !== "event") throw errors.notFound("Integration");
+      if (!checker.Check(body)) {
+        const first = [...checker.Errors(body)][0];
+        throw errors.field(
+          first?.path.slice(1).replaceAll("/", ".") || "body",
+          first?.message ?? "is not an Alertmanager webhook",
+        );
       }
-      if (monitor.paused === 1) continue;
-      const annotations = alert.annotations ?? {};
-      const labelText = Object.entries(alert.labels)
-        .map(([k, v]) => `${k}=${v}`)
-        .join(", ");
-      await this.alerts.trigger(monitor, {
-        dedupKey: alert.fingerprint,
-        summary: annotations.summary ?? alert.labels.alertname ?? "Alertmanager alert",
-        reason: annotations.description ?? labelText,
-        severity: severityOf(alert.labels.severity, monitor.severity),
-        labels: alert.labels,
-      });
-    }
-    return { status: "success", alerts: body.alerts.length };
+      for (const alert of body.alerts) {
+        if (alert.status === "resolved") {
+          await this.alerts.sourceUpIn(tx, monitor, alert.fingerprint, now);
+          continue;
+        }
+        if (monitor.paused === 1) continue;
+        const annotations = alert.annotations ?? {};
+        const labelText = Object.entries(alert.labels)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(", ");
+        const input = {
+          dedupKey: alert.fingerprint,
+          summary: annotations.summary ?? alert.labels.alertname ?? "Alertmanager alert",
+          reason: annotations.description ?? labelText,
+          severity: severityOf(alert.labels.severity, monitor.severity),
+          labels: alert.labels,
+        };
+        await this.alerts.triggerIn(tx, monitor, input, now);
+      }
+      return { status: "success" as const, alerts: body.alerts.length };
+    });
   }
 }

@@ -29,6 +29,7 @@ import {
   insertAlert,
   latestAlertFor,
   listAlerts,
+  openAlertFor,
   timelineOf,
   updateAlert,
 } from "./alerts.repository.ts";
@@ -64,24 +65,21 @@ export class AlertService {
    * The source reports a problem. An open alert with the same dedup key absorbs it (and a
    * pending automatic resolve is called off); after a manual resolve, nothing new fires until
    * the source has reported the problem gone. Otherwise a new alert fires and step 1 is notified.
+   * Runs in the caller's write unit (the Events API's, a batch's, a monitor going down).
    */
-  trigger(monitor: MonitorTable, input: Trigger, now = Date.now()) {
-    return this.ctx.store.write((tx) => this.triggerIn(tx, monitor, input, now));
-  }
-
-  /** `trigger` inside the caller's transaction (a monitor going down fires in its own). */
   async triggerIn(tx: Db, given: MonitorTable, input: Trigger, now: number) {
     // The caller read the monitor before this transaction: it may have been deleted since.
     const current = await findMonitorById(tx, given.id);
     if (!current) throw errors.notFound("Monitor");
     const monitor = { ...current, status: given.status };
-    const latest = await latestAlertFor(tx, monitor.id, input.dedupKey);
-    if (latest && latest.status !== "resolved") {
-      if (latest.source_down === 0 || latest.auto_resolve_at !== null) {
-        await updateAlert(tx, latest.id, { source_down: 1, auto_resolve_at: null });
+    const open = await openAlertFor(tx, monitor.id, input.dedupKey);
+    if (open) {
+      if (open.source_down === 0 || open.auto_resolve_at !== null) {
+        await updateAlert(tx, open.id, { source_down: 1, auto_resolve_at: null });
       }
-      return { alert: toAlert({ ...latest, source_down: 1, auto_resolve_at: null }), created: false };
+      return { alert: toAlert({ ...open, source_down: 1, auto_resolve_at: null }), created: false };
     }
+    const latest = await latestAlertFor(tx, monitor.id, input.dedupKey);
     if (latest && latest.source_down === 1 && !resolvedBySource(latest)) {
       return { alert: toAlert(latest), created: false };
     }
@@ -138,12 +136,10 @@ export class AlertService {
     return { alert: toAlert({ ...row, ...changes }), created: true };
   }
 
-  /** The source reports the problem gone: the open alert resolves `freshness_seconds` later. */
-  sourceUp(monitor: MonitorTable, dedupKey: string, now = Date.now()) {
-    return this.ctx.store.write((tx) => this.sourceUpIn(tx, monitor, dedupKey, now));
-  }
-
-  /** `sourceUp` inside the caller's transaction. */
+  /**
+   * The source reports the problem gone: the open alert resolves `freshness_seconds` later. Runs
+   * in the caller's write unit.
+   */
   async sourceUpIn(tx: Db, monitor: MonitorTable, dedupKey: string, now: number) {
     const latest = await latestAlertFor(tx, monitor.id, dedupKey);
     if (!latest) return null;
@@ -190,8 +186,8 @@ export class AlertService {
 
   /** The source acknowledges its open alert for `dedupKey` (as `monitor:<id>`), if any. */
   async sourceAcknowledgeIn(tx: Db, monitor: MonitorTable, dedupKey: string, now: number) {
-    const alert = await latestAlertFor(tx, monitor.id, dedupKey);
-    if (!alert || alert.status === "resolved") return null;
+    const alert = await openAlertFor(tx, monitor.id, dedupKey);
+    if (!alert) return null;
     return this.acknowledgeIn(tx, alert, `monitor:${monitor.id}`, undefined, now);
   }
 
