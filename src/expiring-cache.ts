@@ -1,4 +1,7 @@
-/** A bounded map whose entries expire `ttlMs` after they were set; cleared whole when full. */
+/**
+ * A bounded map whose entries expire `ttlMs` after they were set; cleared whole when full. Time
+ * is monotonic, so a wall clock stepped back cannot stretch an entry's life.
+ */
 export class ExpiringCache<K, V> {
   private readonly entries = new Map<K, { value: V; expires: number }>();
 
@@ -7,7 +10,7 @@ export class ExpiringCache<K, V> {
     private readonly maxEntries: number,
   ) {}
 
-  get(key: K, now = Date.now()): V | undefined {
+  get(key: K, now = performance.now()): V | undefined {
     const entry = this.entries.get(key);
     if (entry === undefined) return undefined;
     if (entry.expires <= now) {
@@ -17,7 +20,7 @@ export class ExpiringCache<K, V> {
     return entry.value;
   }
 
-  set(key: K, value: V, now = Date.now()): void {
+  set(key: K, value: V, now = performance.now()): void {
     if (this.entries.size >= this.maxEntries && !this.entries.has(key)) this.entries.clear();
     this.entries.set(key, { value, expires: now + this.ttlMs });
   }

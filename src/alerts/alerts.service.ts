@@ -68,10 +68,10 @@ export class AlertService {
    * Runs in the caller's write unit (the Events API's, a batch's, a monitor going down).
    */
   async triggerIn(tx: Db, given: MonitorTable, input: Trigger, now: number) {
-    // The caller read the monitor before this transaction: it may have been deleted since.
-    const current = await findMonitorById(tx, given.id);
-    if (!current) throw errors.notFound("Monitor");
-    const monitor = { ...current, status: given.status };
+    // The row as it is now: the caller read it earlier (it may be gone), or an earlier alert of
+    // the same webhook or batch changed its status meanwhile.
+    const monitor = await findMonitorById(tx, given.id);
+    if (!monitor) throw errors.notFound("Monitor");
     const open = await openAlertFor(tx, monitor.id, input.dedupKey);
     if (open) {
       if (open.source_down === 0 || open.auto_resolve_at !== null) {
@@ -140,7 +140,10 @@ export class AlertService {
    * The source reports the problem gone: the open alert resolves `freshness_seconds` later. Runs
    * in the caller's write unit.
    */
-  async sourceUpIn(tx: Db, monitor: MonitorTable, dedupKey: string, now: number) {
+  async sourceUpIn(tx: Db, given: MonitorTable, dedupKey: string, now: number) {
+    // The row as it is now (see triggerIn): its status decides whether the monitor comes up.
+    const monitor = await findMonitorById(tx, given.id);
+    if (!monitor) return null;
     const latest = await latestAlertFor(tx, monitor.id, dedupKey);
     if (!latest) return null;
     const changes: Partial<AlertTable> = { source_down: 0 };

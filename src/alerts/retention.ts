@@ -3,7 +3,8 @@
  * it). A resolved alert whose resolve is older than the limit goes, with its timeline (cascade)
  * and its notification deliveries. Open alerts stay whatever their age, and so does an alert
  * resolved by hand while its source still reports the problem (`source_down = 1`): that row is
- * what holds back a new page for its dedup key, so removing it would page again.
+ * what holds back a new page for its dedup key, so removing it would page again. An alert with a
+ * notification still pending (a server that was down for long) waits until it is sent or dead.
  * Chunks are small transactions, so writers wait behind one chunk at most.
  */
 import type { AccountsContext } from "../accounts/context.ts";
@@ -46,6 +47,17 @@ export async function pruneAlerts(store: Store, orgId: string, days: number, now
           // Kept: resolved by hand while the source still reports the problem, the state in
           // which a new trigger is held back (only ever the newest alert of its dedup key).
           .where((eb) => eb.or([eb("source_down", "=", 0), eb("resolved_by", "like", "monitor:%")]))
+          // Kept while a notification of it is still to be sent (a server down for long).
+          .where(({ not, exists, selectFrom }) =>
+            not(
+              exists(
+                selectFrom("notification_deliveries as d")
+                  .select("d.id")
+                  .whereRef("d.alert_id", "=", "alerts.id")
+                  .where("d.status", "=", "pending"),
+              ),
+            ),
+          )
           .orderBy("fired_at")
           .limit(CHUNK)
           .execute()

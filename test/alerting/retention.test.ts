@@ -23,7 +23,7 @@ let receiver: ReturnType<typeof Bun.serve>;
 let channelId: string;
 /** Alert ids by name, as fired before the restart. */
 const alerts = {} as Record<
-  "sourceOld" | "manualOld" | "openOld" | "sourceRecent" | "other40" | "other70",
+  "sourceOld" | "manualOld" | "openOld" | "sourceRecent" | "pendingOld" | "other40" | "other70",
   string
 >;
 const monitors: Record<string, { id: string; integration_key: string }> = {};
@@ -141,6 +141,20 @@ beforeAll(async () => {
   expect(policy.status).toBe(201);
   monitors.a = await createMonitor(beforeApi, { escalation_policy_id: policy.body.id });
   monitors.b = await createMonitor(beforeOther);
+  // Pages to a webhook nobody listens on: its notifications stay pending, retried later.
+  const deadEnd = await beforeApi.post("/api/v1/notification-channels", {
+    name: "Dead end",
+    type: "webhook",
+    config: { url: "http://127.0.0.1:9/hook" },
+  });
+  expect(deadEnd.status).toBe(201);
+  const deadPolicy = await beforeApi.post("/api/v1/escalation-policies", {
+    name: "Dead-end policy",
+    repeat: 0,
+    steps: [{ delay_seconds: 60, targets: [{ type: "channel", id: deadEnd.body.id }] }],
+  });
+  expect(deadPolicy.status).toBe(201);
+  monitors.c = await createMonitor(beforeApi, { escalation_policy_id: deadPolicy.body.id });
 
   alerts.sourceOld = await fire(beforeApi, monitors.a, "source-old");
   await resolveBySource(beforeApi, monitors.a, "source-old");
@@ -149,6 +163,8 @@ beforeAll(async () => {
   alerts.openOld = await fire(beforeApi, monitors.a, "open-old");
   alerts.sourceRecent = await fire(beforeApi, monitors.a, "source-recent");
   await resolveBySource(beforeApi, monitors.a, "source-recent");
+  alerts.pendingOld = await fire(beforeApi, monitors.c, "pending-old");
+  await resolveBySource(beforeApi, monitors.c, "pending-old");
   alerts.other40 = await fire(beforeOther, monitors.b, "other-40");
   await resolveBySource(beforeOther, monitors.b, "other-40");
   alerts.other70 = await fire(beforeOther, monitors.b, "other-70");
@@ -174,11 +190,17 @@ beforeAll(async () => {
       ["manualOld", 40],
       ["openOld", 40],
       ["sourceRecent", 20],
+      ["pendingOld", 40],
       ["other40", 40],
       ["other70", 70],
     ] as const) {
       expect(age.run(now - days * DAY, alerts[name]).changes).toBe(1);
     }
+    // Its next try is tomorrow (as after hours of failures): the notification is still to be sent.
+    const later = db.prepare(
+      "UPDATE notification_deliveries SET next_attempt_at = ? WHERE alert_id = ? AND status = 'pending'",
+    );
+    expect(later.run(now + DAY, alerts.pendingOld).changes).toBeGreaterThan(0);
   });
 
   // The server now keeps alerts 60 days; the first org's 30 stays the shorter limit.
@@ -212,6 +234,11 @@ describe("alert retention", () => {
     const left = new Set(deliveries.body.data.map((d: { alert_id: string }) => d.alert_id));
     expect(left).toEqual(new Set([alerts.manualOld, alerts.openOld, alerts.sourceRecent]));
     expect(deliveries.body.data).toHaveLength(5);
+  });
+
+  test("a resolved alert with a notification still pending stays until it is sent or dead", async () => {
+    expect((await api.get(`/api/v1/alerts/${alerts.pendingOld}`)).status).toBe(200);
+    expect(rowsOf(server.dataDir, "notification_deliveries", alerts.pendingOld)).toBeGreaterThan(0);
   });
 
   test("open alerts and resolves within the limit stay", async () => {

@@ -1,5 +1,7 @@
 /**
- * An Alertmanager webhook is all or nothing (decision 77): `svc serve` is killed with SIGKILL
+ * An Alertmanager webhook taken as a whole. Each alert in it sees the monitor as the alerts
+ * before it left it (a resolve that brings the monitor up, then a firing alert that takes it
+ * down again). And it is all or nothing (decision 77): `svc serve` is killed with SIGKILL
  * while concurrent webhooks of many alerts each are being taken, restarted on the same data
  * directory, and every webhook is found either whole or absent, and whole whenever it was
  * answered 202: what svc holds is always a state Alertmanager sent, and a webhook it got no
@@ -45,6 +47,63 @@ async function allAlerts(client: Client, monitorId: string): Promise<{ dedup_key
   } while (cursor);
   return out;
 }
+
+test(
+  "alerts of one webhook see the monitor's status as the alerts before them left it",
+  async () => {
+    server = await TestServer.start();
+    const client = server.client(server.init?.api_key.secret as string);
+    const created = await client.post("/api/v1/monitors", { name: "Prometheus", type: "event" });
+    expect(created.status).toBe(201);
+    const monitor = created.body as { id: string; integration_key: string };
+    const send = async (alerts: { status: "firing" | "resolved"; fingerprint: string }[]) => {
+      const res = await fetch(`${server.base}/api/v1/integrations/alertmanager/${monitor.integration_key}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          version: "4",
+          alerts: alerts.map((a) => ({ ...a, labels: { alertname: a.fingerprint } })),
+        }),
+      });
+      expect(res.status).toBe(202);
+    };
+    const statusEvents = async () => {
+      const res = await client.get("/api/v1/cloudevents/poll?filter=run.service.monitor.*&wait=0&limit=1000");
+      expect(res.status).toBe(200);
+      return (res.body.data as { type: string; subject: string }[])
+        .filter((e) => e.subject === monitor.id)
+        .map((e) => e.type.split(".")[3]);
+    };
+    const monitorStatus = async () => (await client.get(`/api/v1/monitors/${monitor.id}`)).body.status;
+
+    // Two new alerts in one webhook: the monitor goes down once.
+    await send([
+      { status: "firing", fingerprint: "fp1" },
+      { status: "firing", fingerprint: "fp2" },
+    ]);
+    expect(await monitorStatus()).toBe("down");
+    expect(await statusEvents()).toEqual(["down"]);
+
+    // Both resolved by hand while Prometheus still reports them: the monitor stays down.
+    const open = (await client.get(`/api/v1/alerts?monitor_id=${monitor.id}&status=firing`)).body.data;
+    for (const alert of open) {
+      expect((await client.post(`/api/v1/alerts/${alert.id}/resolve`, {})).status).toBe(200);
+    }
+    expect(await monitorStatus()).toBe("down");
+
+    // fp1 resolved brings the monitor up; fp3 firing in the same webhook takes it down again.
+    await send([
+      { status: "resolved", fingerprint: "fp1" },
+      { status: "firing", fingerprint: "fp3" },
+    ]);
+    expect(await monitorStatus()).toBe("down");
+    expect(await statusEvents()).toEqual(["down", "up", "down"]);
+    const firing = (await client.get(`/api/v1/alerts?monitor_id=${monitor.id}&status=firing`)).body.data;
+    expect(firing.map((a: { dedup_key: string }) => a.dedup_key)).toEqual(["fp3"]);
+    await server.dispose();
+  },
+  SLOW,
+);
 
 test(
   "SIGKILL while webhooks are taken: each is whole or absent after the restart, whole when answered 202",
