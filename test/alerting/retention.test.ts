@@ -10,7 +10,7 @@ import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { retentionDays } from "../../src/accounts/settings.ts";
-import { type Client, TestServer } from "../support/harness.ts";
+import { type Client, secondOrg, TestServer } from "../support/harness.ts";
 
 const SLOW = 60_000;
 const DAY = 86_400_000;
@@ -111,17 +111,8 @@ beforeAll(async () => {
   receiver = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("ok") });
   before = await TestServer.start();
   const beforeApi = before.client();
-  const other = await before.admin([
-    "org",
-    "create",
-    "--name",
-    "Other",
-    "--slug",
-    `other-${Math.random().toString(36).slice(2, 8)}`,
-    "--owner-email",
-    "boss@other.test",
-  ]);
-  const beforeOther = beforeApi.as(other.api_key.secret);
+  const other = await secondOrg(before);
+  const beforeOther = beforeApi.as(other.key);
 
   // The first org keeps alerts 30 days; the other has no setting of its own.
   const settings = await beforeApi.put("/api/v1/org/settings", { retention: { alerts_days: 30 } });
@@ -210,7 +201,7 @@ beforeAll(async () => {
     env: { SVC_RETENTION_ALERTS_DAYS: "60" },
   });
   api = server.client(before.init?.api_key.secret);
-  otherApi = api.as(other.api_key.secret);
+  otherApi = api.as(other.key);
   await eventually("the retention job", async () =>
     (await api.get(`/api/v1/alerts/${alerts.sourceOld}`)).status === 404 &&
     (await otherApi.get(`/api/v1/alerts/${alerts.other70}`)).status === 404

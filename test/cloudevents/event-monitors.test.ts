@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CloudEvent, HTTP } from "cloudevents";
-import { type Client, TestServer } from "../support/harness.ts";
+import { type Client, secondOrg, TestServer } from "../support/harness.ts";
 
 const SLOW = 30_000;
 const SOURCE = "/tests/disks";
@@ -243,28 +243,14 @@ describe("trigger", () => {
       const a = await monitor(`${n}.disk.*`);
       const b = await monitor(`${n}.*`);
       const c = await monitor(`${n}.disk.full`);
-      const slug = `other-${Math.random().toString(36).slice(2, 8)}`;
-      const created = await server.admin([
-        "org",
-        "create",
-        "--name",
-        "Other",
-        "--slug",
-        slug,
-        "--owner-email",
-        "owner@other.test",
-      ]);
-      const otherApi = server.client(created.api_key.secret);
+      const created = await secondOrg(server);
+      const otherApi = server.client(created.key);
       const foreign = await monitor(`${n}.disk.*`, {}, otherApi);
       await send(`${n}.disk.full`, { dedup_key: "d1", summary: "Disk full" });
       for (const m of [a, b, c]) expect((await alertsOf(m)).map((x) => x.summary)).toEqual(["Disk full"]);
       expect(await alertsOf(foreign, otherApi)).toEqual([]);
       // The other org's own token feeds its own monitor.
-      await send(
-        `${n}.disk.full`,
-        { dedup_key: "d1", summary: "Theirs" },
-        { with: created.ingest_token.token },
-      );
+      await send(`${n}.disk.full`, { dedup_key: "d1", summary: "Theirs" }, { with: created.token });
       expect((await alertsOf(foreign, otherApi)).map((x) => x.summary)).toEqual(["Theirs"]);
       expect(await alertsOf(a)).toHaveLength(1);
     },

@@ -5,17 +5,8 @@
  * polls per org per minute (429 `rate_limited` with `Retry-After`). Real server, curl, fetch.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { TestServer } from "../support/harness.ts";
-import {
-  CurlStream,
-  ce,
-  eventually,
-  expectError,
-  ingest,
-  pollPath,
-  secondOrg,
-  streamUrl,
-} from "./support.ts";
+import { secondOrg, TestServer } from "../support/harness.ts";
+import { CurlStream, ce, eventually, expectError, ingest, pollPath, streamUrl } from "./support.ts";
 
 const SLOW = 30_000;
 

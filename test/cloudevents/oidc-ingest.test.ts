@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CloudEvent, HTTP } from "cloudevents";
 import { generateKeyPair, SignJWT } from "jose";
-import { type Client, TestServer } from "../support/harness.ts";
+import { type Client, secondOrg, TestServer } from "../support/harness.ts";
 import { type OidcIssuer, startOidcIssuer } from "../support/oidc-issuer.ts";
 
 const SLOW = 30_000;
@@ -88,18 +88,8 @@ beforeAll(async () => {
   const minted = await server.client(key.body.secret).post("/api/v1/auth/token", {});
   if (minted.status !== 201) throw new Error(`mint: ${minted.text}`);
   feedJwt = minted.body.token;
-  const otherSlug = `other-${Math.random().toString(36).slice(2, 8)}`;
-  const created = await server.admin([
-    "org",
-    "create",
-    "--name",
-    "Other",
-    "--slug",
-    otherSlug,
-    "--owner-email",
-    "owner@other.test",
-  ]);
-  other = { slug: otherSlug, api: server.client(created.api_key.secret) };
+  const created = await secondOrg(server);
+  other = { slug: created.slug, api: server.client(created.key) };
 }, SLOW);
 afterAll(async () => {
   await server.dispose();

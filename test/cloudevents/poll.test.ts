@@ -5,7 +5,7 @@
  * and the Knative source config. Black-box: plain HTTP and the admin CLI only.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Client, signUpUser, TestServer } from "../support/harness.ts";
+import { type Client, secondOrg, signUpUser, TestServer } from "../support/harness.ts";
 import {
   ce,
   collect,
@@ -17,7 +17,6 @@ import {
   type PollPage,
   poll,
   pollPath,
-  secondOrg,
   streamUrl,
 } from "./support.ts";
 

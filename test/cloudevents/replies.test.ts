@@ -8,7 +8,14 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CloudEvent, HTTP } from "cloudevents";
-import { type Client, type Response2, signUpUser, TestServer, totpNow } from "../support/harness.ts";
+import {
+  type Client,
+  type Response2,
+  secondOrg,
+  signUpUser,
+  TestServer,
+  totpNow,
+} from "../support/harness.ts";
 
 const SLOW = 30_000;
 const CLAIMED = "run.service.reply.alert.claimed.v1";
@@ -260,19 +267,9 @@ beforeAll(async () => {
   await finishOwnerSignUp(server);
   const minted = await server.admin(["token", "--org", server.orgSlug, "--user", "owner@acme.test"]);
   env = { server, api: server.client(), jwt: minted.token };
-  const slug = `other-${Math.random().toString(36).slice(2, 8)}`;
-  const created = await server.admin([
-    "org",
-    "create",
-    "--name",
-    "Other",
-    "--slug",
-    slug,
-    "--owner-email",
-    "owner@other.test",
-  ]);
-  const otherApi = server.client(created.api_key.secret);
-  other = { api: otherApi, slug, alert: await fire(env, null, otherApi) };
+  const created = await secondOrg(server);
+  const otherApi = server.client(created.key);
+  other = { api: otherApi, slug: created.slug, alert: await fire(env, null, otherApi) };
 }, SLOW);
 afterAll(() => env.server.dispose());
 

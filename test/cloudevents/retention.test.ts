@@ -9,7 +9,7 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { type Client, TestServer } from "../support/harness.ts";
+import { type Client, secondOrg, TestServer } from "../support/harness.ts";
 import {
   ce,
   eventually,
@@ -19,7 +19,6 @@ import {
   logLines,
   mark,
   poll,
-  secondOrg,
   streamUrl,
 } from "./support.ts";
 

@@ -119,24 +119,6 @@ export async function createKey(client: Client, body: Record<string, unknown>): 
   return res.body.secret as string;
 }
 
-/** A second org in the same database, created with the admin CLI. */
-export async function secondOrg(
-  server: TestServer,
-): Promise<{ id: string; slug: string; key: string; token: string }> {
-  const slug = `other-${Math.random().toString(36).slice(2, 8)}`;
-  const created = await server.admin([
-    "org",
-    "create",
-    "--name",
-    "Other",
-    "--slug",
-    slug,
-    "--owner-email",
-    "boss@other.test",
-  ]);
-  return { id: created.org.id, slug, key: created.api_key.secret, token: created.ingest_token.token };
-}
-
 export interface SseEvent {
   id: string | null;
   /** Every `data:` line of the frame. */

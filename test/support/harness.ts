@@ -257,3 +257,21 @@ export async function signUpUser(
     password,
   };
 }
+
+/** A second org in the same database, created with the admin CLI. */
+export async function secondOrg(
+  server: TestServer,
+): Promise<{ id: string; slug: string; key: string; token: string }> {
+  const slug = `other-${Math.random().toString(36).slice(2, 8)}`;
+  const created = await server.admin([
+    "org",
+    "create",
+    "--name",
+    "Other",
+    "--slug",
+    slug,
+    "--owner-email",
+    "boss@other.test",
+  ]);
+  return { id: created.org.id, slug, key: created.api_key.secret, token: created.ingest_token.token };
+}
