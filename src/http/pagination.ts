@@ -17,7 +17,11 @@ export function encodeCursor(list: string, position: readonly (string | number)[
 export function decodeCursor(list: string, cursor: string | undefined): (string | number)[] | null {
   if (cursor === undefined) return null;
   try {
-    const parsed: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+    const bytes = Buffer.from(cursor, "base64url");
+    // The decoder skips characters outside the alphabet and stray trailing ones: only the exact
+    // text we issued is this cursor.
+    if (bytes.toString("base64url") !== cursor) throw errors.invalidCursor();
+    const parsed: unknown = JSON.parse(bytes.toString("utf8"));
     if (!Array.isArray(parsed) || parsed[0] !== list || parsed.length < 2) throw errors.invalidCursor();
     const rest = parsed.slice(1);
     if (!rest.every((v) => typeof v === "string" || typeof v === "number")) throw errors.invalidCursor();

@@ -288,7 +288,13 @@ describe("lists and cursors", () => {
     expect((await api.get(`/api/v1/users?cursor=${encodeURIComponent(usersCursor)}`)).status).toBe(200);
 
     const forged = Buffer.from(JSON.stringify({ users: 1 })).toString("base64url");
-    for (const cursor of ["garbage", "!!!!", "eyJ", forged, keysCursor, teamsCursor]) {
+    // A real cursor with a stray character after it, or inside it, is no cursor either.
+    const altered = [
+      `${usersCursor}x`,
+      `${usersCursor}=`,
+      `${usersCursor.slice(0, 4)}.${usersCursor.slice(4)}`,
+    ];
+    for (const cursor of ["garbage", "!!!!", "eyJ", forged, keysCursor, teamsCursor, ...altered]) {
       const res = await api.get(`/api/v1/users?cursor=${encodeURIComponent(cursor)}`);
       expectError(res, 400, "invalid_cursor");
     }
