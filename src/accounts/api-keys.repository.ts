@@ -89,15 +89,3 @@ export async function touchKeys(db: Db, ids: string[], now: number): Promise<voi
   if (ids.length === 0) return;
   await db.updateTable("api_keys").set({ last_used_at: now }).where("id", "in", ids).execute();
 }
-
-/** Unrevoked API keys bound to a channel. */
-export async function keysBoundTo(db: Db, channelId: string): Promise<string[]> {
-  const rows = await db
-    .selectFrom("api_keys")
-    .select("id")
-    .where("channel_id", "=", channelId)
-    .where("revoked_at", "is", null)
-    .orderBy("id")
-    .execute();
-  return rows.map((r) => r.id);
-}

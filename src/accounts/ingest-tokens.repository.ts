@@ -34,18 +34,6 @@ export async function revokeIngestToken(db: Db, id: string, now: number): Promis
     .execute();
 }
 
-/** Live ingest tokens bound to a channel. */
-export async function tokensBoundTo(db: Db, channelId: string): Promise<string[]> {
-  const rows = await db
-    .selectFrom("ingest_tokens")
-    .select("id")
-    .where("channel_id", "=", channelId)
-    .where("revoked_at", "is", null)
-    .orderBy("id")
-    .execute();
-  return rows.map((r) => r.id);
-}
-
 export interface IngestCredential {
   id: string;
   org_id: string;

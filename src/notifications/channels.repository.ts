@@ -46,6 +46,22 @@ export async function updateChannel(
   await db.updateTable("notification_channels").set(changes).where("id", "=", id).execute();
 }
 
+/** Ids of the live API keys or ingest tokens bound to a channel. */
+export async function liveCredentialsBoundTo(
+  db: Db,
+  table: "api_keys" | "ingest_tokens",
+  channelId: string,
+): Promise<string[]> {
+  const rows = await db
+    .selectFrom(table)
+    .select("id")
+    .where("channel_id", "=", channelId)
+    .where("revoked_at", "is", null)
+    .orderBy("id")
+    .execute();
+  return rows.map((r) => r.id);
+}
+
 export async function deleteChannel(db: Db, id: string): Promise<void> {
   await db.deleteFrom("notification_channels").where("id", "=", id).execute();
 }

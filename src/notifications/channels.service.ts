@@ -3,9 +3,7 @@ import { randomBytes } from "node:crypto";
 import type { TSchema } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { Value } from "@sinclair/typebox/value";
-import { keysBoundTo } from "../accounts/api-keys.repository.ts";
 import type { AccountsContext } from "../accounts/context.ts";
-import { tokensBoundTo } from "../accounts/ingest-tokens.repository.ts";
 import { findOrgById } from "../accounts/orgs.repository.ts";
 import { parseSettings } from "../accounts/settings.ts";
 import { AppError, errors, requireName } from "../errors.ts";
@@ -20,6 +18,7 @@ import {
   findChannel,
   insertChannel,
   listChannels,
+  liveCredentialsBoundTo,
   updateChannel,
 } from "./channels.repository.ts";
 import { listDeliveries } from "./deliveries.repository.ts";
@@ -136,8 +135,8 @@ export class ChannelService {
       const row = await findChannel(tx, orgId, id);
       if (!row) throw errors.notFound("Notification channel");
       const policyIds = await policiesTargeting(tx, "channel", id);
-      const tokenIds = await tokensBoundTo(tx, id);
-      const keyIds = await keysBoundTo(tx, id);
+      const tokenIds = await liveCredentialsBoundTo(tx, "ingest_tokens", id);
+      const keyIds = await liveCredentialsBoundTo(tx, "api_keys", id);
       const org = await findOrgById(tx, orgId);
       const notifications = org ? parseSettings(org.settings).notifications : null;
       const inSettings = [
