@@ -630,6 +630,24 @@ describe("channels of ingest tokens", () => {
     });
     expect((await admin.delete(`/api/v1/org/ingest-tokens/${bound.body.id}`)).status).toBe(204);
 
+    // So does one with a live API key bound to it.
+    const key = await admin.post("/api/v1/api-keys", {
+      name: "bound key",
+      scopes: ["events"],
+      service: true,
+      channel_id: consumer.id,
+    });
+    expect(key.status).toBe(201);
+    const keyInUse = await admin.delete(`${BASE}/${consumer.id}`);
+    expect(keyInUse.status).toBe(409);
+    expect(keyInUse.body.error.details).toEqual({
+      policy_ids: [],
+      in_settings: false,
+      ingest_token_ids: [],
+      api_key_ids: [key.body.id],
+    });
+    expect((await admin.delete(`/api/v1/api-keys/${key.body.id}`)).status).toBe(204);
+
     const unbound = await admin.post("/api/v1/org/ingest-tokens", { name: "unbound", channel_id: null });
     expect(unbound.status).toBe(201);
     expect(unbound.body.channel_id).toBeNull();
