@@ -6,6 +6,7 @@
  * the admin CLI only.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type AccessCall, expectReadOnly, expectRefused, UNKNOWN_KEY } from "../support/access.ts";
 import { type Client, type Response2, signUpUser, TestServer } from "../support/harness.ts";
 
 /** Tests that spawn the CLI or sign users up (argon2id) get more than the default 5 s. */
@@ -675,8 +676,7 @@ describe("access", () => {
     monitorsKey = admin.as(key.body.secret);
   }, SLOW);
 
-  type Call = { label: string; write: boolean; run: (c: Client) => Promise<Response2> };
-  const calls = (): Call[] => [
+  const calls = (): AccessCall[] => [
     { label: "list", write: false, run: (c) => c.get(BASE) },
     { label: "read", write: false, run: (c) => c.get(`${BASE}/${channel.id}`) },
     { label: "create", write: true, run: (c) => c.post(BASE, slackBody("New")) },
@@ -686,20 +686,11 @@ describe("access", () => {
 
   test("no credential → 401; a key without the admin scope → 403 insufficient_scope", async () => {
     const before = await channelIds();
-    for (const call of calls()) {
-      for (const [client, status, code] of [
-        [anon, 401, "unauthenticated"],
-        [admin.as("svc_notarealkeynotarealkeynotarealkeynotare"), 401, "unauthenticated"],
-        [monitorsKey, 403, "insufficient_scope"],
-      ] as const) {
-        const res = await call.run(client);
-        expect({ label: call.label, status: res.status, code: res.body?.error?.code }).toEqual({
-          label: call.label,
-          status,
-          code,
-        });
-      }
-    }
+    await expectRefused(calls(), [
+      [anon, 401, "unauthenticated"],
+      [admin.as(UNKNOWN_KEY), 401, "unauthenticated"],
+      [monitorsKey, 403, "insufficient_scope"],
+    ]);
     expect(await channelIds()).toEqual(before);
     expect((await admin.get(`${BASE}/${channel.id}`)).body).toEqual(channel);
   });
@@ -710,23 +701,7 @@ describe("access", () => {
       ["member", member],
       ["viewer", viewer],
     ] as const) {
-      for (const call of calls()) {
-        const res = await call.run(client);
-        if (call.write) {
-          expect({ who, label: call.label, status: res.status, code: res.body?.error?.code }).toEqual({
-            who,
-            label: call.label,
-            status: 403,
-            code: "forbidden_role",
-          });
-        } else {
-          expect({ who, label: call.label, status: res.status }).toEqual({
-            who,
-            label: call.label,
-            status: 200,
-          });
-        }
-      }
+      await expectReadOnly(calls(), client, who);
       expect((await client.get(`${BASE}/${channel.id}`)).body).toEqual(channel);
     }
     expect(await channelIds()).toEqual(before);

@@ -5,6 +5,7 @@
  * plain HTTP and the admin CLI only.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type AccessCall, expectReadOnly, expectRefused, UNKNOWN_KEY } from "../support/access.ts";
 import { type Client, type Response2, signUpUser, TestServer } from "../support/harness.ts";
 
 /** Tests that spawn the CLI or sign users up (argon2id) get more than the default 5 s. */
@@ -559,8 +560,7 @@ describe("access", () => {
     alertsKey = admin.as(alerts.secret);
   }, SLOW);
 
-  type Call = { label: string; write: boolean; run: (c: Client) => Promise<Response2> };
-  const calls = (): Call[] => [
+  const calls = (): AccessCall[] => [
     { label: "list", write: false, run: (c) => c.get(BASE) },
     { label: "read", write: false, run: (c) => c.get(`${BASE}/${policy.id}`) },
     { label: "create", write: true, run: (c) => c.post(BASE, simple("New")) },
@@ -570,20 +570,11 @@ describe("access", () => {
 
   test("no credential → 401; a key without the alerts scope → 403 insufficient_scope", async () => {
     const before = await policyIds();
-    for (const call of calls()) {
-      for (const [client, status, code] of [
-        [anon, 401, "unauthenticated"],
-        [admin.as("svc_notarealkeynotarealkeynotarealkeynotare"), 401, "unauthenticated"],
-        [monitorsKey, 403, "insufficient_scope"],
-      ] as const) {
-        const res = await call.run(client);
-        expect({ label: call.label, status: res.status, code: res.body?.error?.code }).toEqual({
-          label: call.label,
-          status,
-          code,
-        });
-      }
-    }
+    await expectRefused(calls(), [
+      [anon, 401, "unauthenticated"],
+      [admin.as(UNKNOWN_KEY), 401, "unauthenticated"],
+      [monitorsKey, 403, "insufficient_scope"],
+    ]);
     expect(await policyIds()).toEqual(before);
     expect((await admin.get(`${BASE}/${policy.id}`)).body).toEqual(policy);
   });
@@ -599,18 +590,7 @@ describe("access", () => {
 
   test("a viewer reads policies and changes nothing (403 forbidden_role)", async () => {
     const before = await policyIds();
-    for (const call of calls()) {
-      const res = await call.run(viewer);
-      if (call.write) {
-        expect({ label: call.label, status: res.status, code: res.body?.error?.code }).toEqual({
-          label: call.label,
-          status: 403,
-          code: "forbidden_role",
-        });
-      } else {
-        expect({ label: call.label, status: res.status }).toEqual({ label: call.label, status: 200 });
-      }
-    }
+    await expectReadOnly(calls(), viewer);
     expect(await policyIds()).toEqual(before);
     expect((await admin.get(`${BASE}/${policy.id}`)).body).toEqual(policy);
   });

@@ -9,6 +9,7 @@
  * until 2026-10-25 01:00Z.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type AccessCall, expectReadOnly, expectRefused, UNKNOWN_KEY } from "../support/access.ts";
 import { type Client, type Response2, signUpUser, TestServer } from "../support/harness.ts";
 
 /** Tests that spawn the CLI, sign users up (argon2id) or wait for the clock get more than 5 s. */
@@ -1444,8 +1445,7 @@ describe("access", () => {
     alertsKey = key.body.secret;
   }, SLOW);
 
-  type Call = { label: string; write: boolean; run: (c: Client) => Promise<Response2> };
-  const calls = (): Call[] => [
+  const calls = (): AccessCall[] => [
     { label: "list", write: false, run: (c) => c.get("/api/v1/schedules") },
     { label: "read", write: false, run: (c) => c.get(`/api/v1/schedules/${schedule}`) },
     { label: "on-call", write: false, run: (c) => c.get(`/api/v1/schedules/${schedule}/on-call`) },
@@ -1487,38 +1487,18 @@ describe("access", () => {
   ];
 
   test("no credential → 401, a key without the schedules scope → 403 insufficient_scope", async () => {
-    for (const call of calls()) {
-      for (const [client, status, code] of [
-        [anon, 401, "unauthenticated"],
-        [admin.as("svc_notarealkeynotarealkeynotarealkeynotare"), 401, "unauthenticated"],
-        [admin.as(alertsKey), 403, "insufficient_scope"],
-      ] as const) {
-        const res = await call.run(client);
-        expect({ label: call.label, status: res.status, code: res.body?.error?.code }).toEqual({
-          label: call.label,
-          status,
-          code,
-        });
-      }
-    }
+    await expectRefused(calls(), [
+      [anon, 401, "unauthenticated"],
+      [admin.as(UNKNOWN_KEY), 401, "unauthenticated"],
+      [admin.as(alertsKey), 403, "insufficient_scope"],
+    ]);
     expect((await admin.get(`/api/v1/schedules/${schedule}`)).body.name).toBe("Access");
   });
 
   test("a viewer reads everything and changes nothing (403 forbidden_role)", async () => {
     const before = (await admin.get(`/api/v1/schedules/${schedule}`)).body;
     const schedulesBefore = await scheduleIds();
-    for (const call of calls()) {
-      const res = await call.run(admin.as(viewer));
-      if (call.write) {
-        expect({ label: call.label, status: res.status, code: res.body?.error?.code }).toEqual({
-          label: call.label,
-          status: 403,
-          code: "forbidden_role",
-        });
-      } else {
-        expect({ label: call.label, status: res.status }).toEqual({ label: call.label, status: 200 });
-      }
-    }
+    await expectReadOnly(calls(), admin.as(viewer));
     expect((await admin.get(`/api/v1/schedules/${schedule}`)).body).toEqual(before);
     expect(await scheduleIds()).toEqual(schedulesBefore);
     const overrides = await admin.get(`/api/v1/schedules/${schedule}/overrides`);
