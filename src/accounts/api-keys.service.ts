@@ -3,7 +3,7 @@ import type { Db } from "../db/store.ts";
 import { errors } from "../errors.ts";
 import { toPage } from "../http/pagination.ts";
 import { newId } from "../ids.ts";
-import { findChannel } from "../notifications/channels.repository.ts";
+import { checkBindableChannel } from "../notifications/channels.service.ts";
 import { DAY, parseRfc3339 } from "../time.ts";
 import { hasAdminPrivilege, type Principal, type Role, type Scope } from "./access.ts";
 import type { ApiKeyTable } from "./api-key.table.ts";
@@ -45,12 +45,7 @@ export async function insertApiKey(
   input: Omit<NewKey, "user_id"> & { user_id: string | null },
   now = Date.now(),
 ) {
-  if (input.channel_id) {
-    const channel = await findChannel(db, orgId, input.channel_id);
-    if (channel?.type !== "cloudevents") {
-      throw errors.field("channel_id", "does not name a cloudevents channel of this organization");
-    }
-  }
+  if (input.channel_id) await checkBindableChannel(db, orgId, input.channel_id);
   const secret = newApiKeySecret();
   const row: ApiKeyTable = {
     id: newId("key"),

@@ -3,7 +3,7 @@ import type { Db } from "../db/store.ts";
 import { errors } from "../errors.ts";
 import { toPage } from "../http/pagination.ts";
 import { newId } from "../ids.ts";
-import { findChannel } from "../notifications/channels.repository.ts";
+import { checkBindableChannel } from "../notifications/channels.service.ts";
 import type { AccountsContext } from "./context.ts";
 import type { IngestCredentials } from "./ingest-credentials.ts";
 import type { IngestTokenTable } from "./ingest-token.table.ts";
@@ -24,12 +24,7 @@ export async function insertIngestToken(
   input: { name: string; channel_id?: string | null },
   now = Date.now(),
 ) {
-  if (input.channel_id) {
-    const channel = await findChannel(db, org.id, input.channel_id);
-    if (channel?.type !== "cloudevents") {
-      throw errors.field("channel_id", "does not name a cloudevents channel of this organization");
-    }
-  }
+  if (input.channel_id) await checkBindableChannel(db, org.id, input.channel_id);
   const secret = newIngestToken(org.slug);
   const row: IngestTokenTable = {
     id: newId("tok"),

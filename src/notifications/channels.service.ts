@@ -6,6 +6,7 @@ import { Value } from "@sinclair/typebox/value";
 import type { AccountsContext } from "../accounts/context.ts";
 import { findOrgById } from "../accounts/orgs.repository.ts";
 import { parseSettings } from "../accounts/settings.ts";
+import type { Db } from "../db/store.ts";
 import { AppError, errors, requireName } from "../errors.ts";
 import { policiesTargeting } from "../escalation/policies.repository.ts";
 import { toPage } from "../http/pagination.ts";
@@ -41,6 +42,14 @@ function splitConfig(type: ChannelType, raw: Record<string, unknown>) {
     secret: secret ?? randomBytes(32).toString("base64url"),
     generated: secret === undefined,
   };
+}
+
+/** A key or token may be bound only to a cloudevents channel of its own org (400 otherwise). */
+export async function checkBindableChannel(db: Db, orgId: string, channelId: string): Promise<void> {
+  const channel = await findChannel(db, orgId, channelId);
+  if (channel?.type !== "cloudevents") {
+    throw errors.field("channel_id", "does not name a cloudevents channel of this organization");
+  }
 }
 
 export interface ChannelCreate {
