@@ -36,6 +36,11 @@ const LOGIN_FAILURE_WINDOW_MS = 15 * MINUTE;
 /** JWT subjects for service-bound keys (tokens minted by `/auth/token` with such a key). */
 const KEY_SUBJECT = "key:";
 
+/** The credential of an `Authorization: Bearer …` header, if the header is one. */
+export function bearerCredential(header: string | null): string | undefined {
+  return header ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
+}
+
 export class AuthService {
   private readonly lastUsedWritten = new Map<string, number>();
   private readonly loginFailures = new Map<string, { count: number; since: number }>();
@@ -47,8 +52,7 @@ export class AuthService {
 
   /** The principal behind an `Authorization` header, or 401 `unauthenticated`. */
   async authenticate(header: string | null): Promise<Principal> {
-    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    const credential = match?.[1];
+    const credential = bearerCredential(header);
     if (!credential) throw errors.unauthenticated();
     const principal = looksLikeApiKey(credential)
       ? this.fromApiKey(credential)

@@ -4,6 +4,7 @@
  * the log in one group-committed transaction together with what they cause: reply decisions
  * and the alerts of event monitors whose type glob matches.
  */
+import { bearerCredential } from "../accounts/auth.service.ts";
 import type { AccountsContext } from "../accounts/context.ts";
 import type { IngestCredentials } from "../accounts/ingest-credentials.ts";
 import { findOrgBySlug } from "../accounts/orgs.repository.ts";
@@ -16,7 +17,7 @@ import { insertInbound } from "../events/log.repository.ts";
 import { readLimitedBytes } from "../http/route.ts";
 import type { EventMonitor, EventMonitorIndex } from "../monitors/event-monitors.ts";
 import { findMonitorById } from "../monitors/monitors.repository.ts";
-import { type InboundEvent, parseIngest } from "./format.ts";
+import { type InboundEvent, isObject, parseIngest } from "./format.ts";
 import type { OidcVerifier } from "./oidc.ts";
 import { checkPlanGate } from "./plans.ts";
 import { RateLimiter, rateLimited } from "./rate-limit.ts";
@@ -72,7 +73,7 @@ export class IngestService {
    * valid for the org's OIDC issuer. Every failure is the same 401.
    */
   private async authenticate(token: string, authorization: string | null): Promise<ReplyOrigin> {
-    const bearer = authorization ? /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] : undefined;
+    const bearer = bearerCredential(authorization);
     if (authorization !== null) {
       if (!bearer) throw errors.unauthenticated();
       const org = await findOrgBySlug(this.ctx.store.read, token);
@@ -120,10 +121,6 @@ export class IngestService {
       now,
     );
   }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function text(value: unknown): string | undefined {
