@@ -13,7 +13,6 @@ const TAIL_PAGE = 5000;
 
 export class EventBroker {
   private readonly listeners = new Map<string, Set<EventListener>>();
-  private subscriptions = 0;
   /** The highest seq handed out; meaningful only while someone listens. */
   private lastSeq = 0;
 
@@ -27,31 +26,24 @@ export class EventBroker {
    * their fan-out run in other turns), though it may see an event twice and must skip by seq.
    */
   subscribe(orgId: string, listener: EventListener): () => void {
-    if (this.subscriptions === 0) this.lastSeq = newestSeq(this.store);
+    if (this.listeners.size === 0) this.lastSeq = newestSeq(this.store);
     let set = this.listeners.get(orgId);
     if (!set) {
       set = new Set();
       this.listeners.set(orgId, set);
     }
     set.add(listener);
-    this.subscriptions += 1;
     let active = true;
     return () => {
       if (!active) return;
       active = false;
-      this.subscriptions -= 1;
       set.delete(listener);
       if (set.size === 0) this.listeners.delete(orgId);
     };
   }
 
-  /** The number of live subscriptions (streams and waiting polls). */
-  get size(): number {
-    return this.subscriptions;
-  }
-
   private fanOut(): void {
-    if (this.subscriptions === 0) return;
+    if (this.listeners.size === 0) return;
     for (;;) {
       const entries = eventsAfter(this.store, this.lastSeq, TAIL_PAGE);
       if (entries.length === 0) return;
