@@ -10,19 +10,19 @@ export class ExpiringCache<K, V> {
     private readonly maxEntries: number,
   ) {}
 
-  get(key: K, now = performance.now()): V | undefined {
+  get(key: K): V | undefined {
     const entry = this.entries.get(key);
     if (entry === undefined) return undefined;
-    if (entry.expires <= now) {
+    if (entry.expires <= performance.now()) {
       this.entries.delete(key);
       return undefined;
     }
     return entry.value;
   }
 
-  set(key: K, value: V, now = performance.now()): void {
+  set(key: K, value: V): void {
     if (this.entries.size >= this.maxEntries && !this.entries.has(key)) this.entries.clear();
-    this.entries.set(key, { value, expires: now + this.ttlMs });
+    this.entries.set(key, { value, expires: performance.now() + this.ttlMs });
   }
 
   clear(): void {

@@ -162,7 +162,8 @@ export class AlertService {
     return toAlert({ ...latest, ...changes });
   }
 
-  async acknowledge(orgId: string, alertId: string, by: string, note: string | undefined, now = Date.now()) {
+  async acknowledge(orgId: string, alertId: string, by: string, note: string | undefined) {
+    const now = Date.now();
     return this.ctx.store.write(async (tx) => {
       const alert = await findAlert(tx, orgId, alertId);
       if (!alert) throw errors.notFound("Alert");
@@ -233,18 +234,13 @@ export class AlertService {
     return "escalated to the next step";
   }
 
-  async resolve(
-    orgId: string,
-    alertId: string,
-    by: string,
-    note: string | undefined,
-    auto = false,
-    now = Date.now(),
-  ) {
+  /** A resolve by hand (the API); the source's own resolves come through `autoResolveDue`. */
+  async resolve(orgId: string, alertId: string, by: string, note: string | undefined) {
+    const now = Date.now();
     return this.ctx.store.write(async (tx) => {
       const alert = await findAlert(tx, orgId, alertId);
       if (!alert) throw errors.notFound("Alert");
-      return this.resolveIn(tx, alert, by, note, auto, now);
+      return this.resolveIn(tx, alert, by, note, false, now);
     });
   }
 
