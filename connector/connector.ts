@@ -24,7 +24,6 @@ import { CursorWindow, Slots } from "./window.ts";
 const PAGE_LIMIT = 1000;
 const ERROR_BASE_MS = 500;
 const ERROR_CAP_MS = 30_000;
-const AUTH_CAP_MS = 60_000;
 /** The first fallback polls for 5 to 10 s (or `Retry-After`), doubling up to the cap. */
 const FALLBACK_BASE_MS = 10_000;
 const FALLBACK_CAP_MS = 300_000;
@@ -190,7 +189,7 @@ export class Connector {
       } catch (error) {
         if (stop.aborted) return;
         if (error instanceof SvcError && error.auth) this.svcAuthFailing = true;
-        const delay = this.svcErrorDelay(error, attempt);
+        const delay = svcErrorDelay(error, attempt);
         this.log.error("reading the source config failed: retrying", {
           ...describe(error),
           retry_in_ms: delay,
@@ -429,7 +428,7 @@ export class Connector {
       this.log.warn("event stream unavailable: polling meanwhile", { ...fields, poll_for_ms: forMs });
       return;
     }
-    const delay = this.svcErrorDelay(error, this.consecutiveErrors);
+    const delay = svcErrorDelay(error, this.consecutiveErrors);
     (svcError?.auth ? this.log.error : this.log.warn)(
       `${streaming ? "event stream" : "poll"} failed: retrying`,
       {
@@ -439,12 +438,13 @@ export class Connector {
     );
     await sleep(delay, signal);
   }
+}
 
-  private svcErrorDelay(error: unknown, attempt: number): number {
-    const svcError = error instanceof SvcError ? error : null;
-    const backoff = backoffMs(attempt, ERROR_BASE_MS, svcError?.auth ? AUTH_CAP_MS : ERROR_CAP_MS);
-    return svcError?.retryAfterMs !== undefined ? Math.max(svcError.retryAfterMs, 100) : backoff;
-  }
+/** A failed call to svc: its own retry delay, or backoff for an error that is not svc's answer. */
+function svcErrorDelay(error: unknown, attempt: number): number {
+  return error instanceof SvcError
+    ? error.retryDelayMs(attempt)
+    : backoffMs(attempt, ERROR_BASE_MS, ERROR_CAP_MS);
 }
 
 function parseEvent(data: string): StreamedEvent | null {

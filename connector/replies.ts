@@ -8,9 +8,9 @@
  */
 import { type CloudEventV1, HTTP } from "cloudevents";
 import type { Logger } from "../src/log.ts";
-import { backoffMs, sleep } from "./backoff.ts";
+import { sleep } from "./backoff.ts";
 import type { Metrics } from "./metrics.ts";
-import type { SvcClient, SvcError } from "./svc.ts";
+import { type SvcClient, SvcError } from "./svc.ts";
 
 export const REPLY_PREFIX = "run.service.reply.";
 
@@ -120,7 +120,7 @@ export class ReplyForwarder {
         this.log.info("reply forwarded", fields);
         return "forwarded";
       } catch (caught) {
-        const error = caught as SvcError;
+        const error = caught instanceof SvcError ? caught : new SvcError(0, "network", String(caught));
         if (this.stopSignal.aborted) return "abandoned";
         // The token travels in the URL: keep it out of any message that quotes one.
         const message = error.message.replaceAll(this.ingestToken, "[redacted]");
@@ -137,7 +137,7 @@ export class ReplyForwarder {
           return "dropped";
         }
         if (error.auth) this.authFailing = true;
-        const delay = error.retryAfterMs ?? backoffMs(attempt, 500, error.auth ? 60_000 : 30_000);
+        const delay = error.retryDelayMs(attempt);
         (error.auth ? this.log.error : this.log.warn)("forwarding a reply failed: retrying", {
           ...fields,
           attempt,

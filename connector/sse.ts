@@ -30,11 +30,6 @@ export class SseParser {
 
   constructor(private readonly handlers: SseHandlers) {}
 
-  /** The id a reconnect should send as `Last-Event-ID`. */
-  get lastEventId(): string | undefined {
-    return this.lastId;
-  }
-
   feed(chunk: string): void {
     let text = this.buffer + chunk;
     if (this.first && text.length > 0) {

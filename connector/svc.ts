@@ -4,7 +4,7 @@
  * `SvcError` with the HTTP status (0 for a network error), svc's error code and `Retry-After`.
  */
 import { VERSION } from "../src/version.ts";
-import { retryAfterMs } from "./backoff.ts";
+import { backoffMs, retryAfterMs } from "./backoff.ts";
 
 export const USER_AGENT = `svc-connector/${VERSION}`;
 
@@ -44,6 +44,15 @@ export class SvcError extends Error {
   /** The credential is wrong or lacks the scope (or the plan gate): retrying soon will not help. */
   get auth(): boolean {
     return this.status === 401 || this.status === 402 || this.status === 403;
+  }
+
+  /**
+   * The wait before retry `attempt` (1 = the first): svc's `Retry-After` (at least 100 ms), else
+   * backoff from 500 ms up to 30 s, or up to 60 s while svc refuses the credential.
+   */
+  retryDelayMs(attempt: number): number {
+    if (this.retryAfterMs !== undefined) return Math.max(this.retryAfterMs, 100);
+    return backoffMs(attempt, 500, this.auth ? 60_000 : 30_000);
   }
 }
 
@@ -94,13 +103,13 @@ export class SvcClient {
   }
 
   /** Posts one structured-mode event to ingest with the connector's ingest token. */
-  async ingest(token: string, event: Record<string, unknown>, signal?: AbortSignal): Promise<void> {
+  async ingest(token: string, event: Record<string, unknown>): Promise<void> {
     const url = `${this.base}/api/v1/cloudevents/ingest/${encodeURIComponent(token)}`;
     const res = await this.send(url, {
       method: "POST",
       headers: { "content-type": "application/cloudevents+json; charset=utf-8", "user-agent": USER_AGENT },
       body: JSON.stringify(event),
-      signal: withTimeout(REQUEST_TIMEOUT_MS, signal),
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
     await res.body?.cancel();
   }
