@@ -78,7 +78,7 @@ export function channelRoutes(channels: ChannelService): RouteDef[] {
       method: "DELETE",
       path: "/api/v1/notification-channels/:id",
       tag,
-      summary: "Delete a channel no policy or setting names (409 conflict otherwise)",
+      summary: "Delete a channel no policy, setting or live key or token names (409 conflict otherwise)",
       params: IdParams,
       response: { status: 204 },
       handler: async ({ principal, params }) => {
