@@ -39,14 +39,11 @@ import { Database as SqliteHandle } from "bun:sqlite";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { initOrg } from "./foundation.ts";
+import { initOrg, startSvcOnPort } from "./foundation.ts";
 import {
-  api,
-  CLI,
   CORES,
   eachLine,
   envNumber,
-  freePort,
   heading,
   keyValues,
   loadAverage,
@@ -54,7 +51,6 @@ import {
   ms,
   num,
   percentile,
-  poll,
   procStatusMb,
   ratio,
   removeDir,
@@ -233,33 +229,15 @@ interface Server {
   port: number;
 }
 
-/** `svc serve` at log level warn with `env` added (SVC_* from the caller's shell removed). */
+/** `svc serve` at log level warn with `env` added, and the port streams connect to. */
 async function startSvc(dataDir: string, logFile: string, env: Record<string, string>): Promise<Server> {
-  const clean: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !key.startsWith("SVC_")) clean[key] = value;
-  }
-  const port = freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const proc = spawnTracked(
-    [process.execPath, CLI, "serve", "--data-dir", dataDir, "--listen", `127.0.0.1:${port}`],
-    {
-      env: { ...clean, SVC_LOG_FORMAT: "json", SVC_LOG_LEVEL: "warn", ...env },
-      stdout: Bun.file(logFile),
-      stderr: "inherit",
-    },
-  );
-  await poll("/readyz to answer 200", async () => {
-    if (proc.exitCode !== null) throw new Error(`svc serve exited with ${proc.exitCode}`);
-    try {
-      const response = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(1000) });
-      await response.arrayBuffer();
-      return response.status === 200 ? true : undefined;
-    } catch {
-      return undefined;
-    }
-  });
-  return { label: "svc serve (warn)", proc, base, port };
+  const { server } = await startSvcOnPort(dataDir, logFile, "warn", env);
+  return {
+    label: server.label,
+    proc: server.proc,
+    base: server.base,
+    port: Number(new URL(server.base).port),
+  };
 }
 
 /** A child of this file that prints `{ port }` once listening. */
@@ -276,10 +254,6 @@ async function startBare(): Promise<Server> {
   return { label: "bare Bun.serve (JSON.parse, 202)", proc, base: `http://127.0.0.1:${port}`, port };
 }
 
-/**
- * Runs a `--child` role that prints `{event:"start"}` then `{event:"result"}`; reads the CPU of
- * `watch` and of the whole machine (the busy fraction of all cores) around that window.
- */
 /** The shared POST load against `server` at `path`; the fixed body has the id "fixed". */
 function postLoad(
   label: string,
@@ -288,13 +262,6 @@ function postLoad(
   options: Omit<PostLoadConfig, "url" | "fixedId">,
 ): Promise<LoadResult> {
   return runPostLoad(label, server.proc.pid, { url: `${server.base}${path}`, fixedId: "fixed", ...options });
-}
-
-async function ingestToken(base: string, authorization: string): Promise<string> {
-  const created = (await api(base, authorization, "POST", "/api/v1/org/ingest-tokens", {
-    name: "Bench ingest",
-  })) as { token: string };
-  return created.token;
 }
 
 /** The `svc_store_commits` counter from /metrics. */
@@ -655,9 +622,8 @@ function loadRow(run: LoadResult, eventsPerRequest: number): string[] {
 async function ingestParts(s: Settings, parts: Set<number>): Promise<Row[]> {
   const rows: Row[] = [];
   const dataDir = join(s.root, "ingest");
-  const authorization = (await initOrg(dataDir)).authorization;
+  const { ingestToken: token } = await initOrg(dataDir);
   const svc = await startSvc(dataDir, join(s.root, "ingest.log"), {});
-  const token = await ingestToken(svc.base, authorization);
   const ingestPath = `/api/v1/cloudevents/ingest/${token}`;
   const probe = await fetch(`${svc.base}${ingestPath}`, {
     method: "POST",
@@ -785,11 +751,10 @@ async function ssePart(s: Settings): Promise<Row[]> {
     `3. Ingest → SSE, ${s.sseStreams} streams, ${EVENTS_PER_TICK} events every ${TICK_MS} ms (${s.sseMode}), ${s.seconds} s`,
   );
   const dataDir = join(s.root, "sse");
-  const authorization = (await initOrg(dataDir)).authorization;
+  const { authorization, ingestToken: token } = await initOrg(dataDir);
   const svc = await startSvc(dataDir, join(s.root, "sse.log"), {
     SVC_LIMITS_STREAMS_PER_ORG: String(Math.max(200, s.sseStreams * 2)),
   });
-  const token = await ingestToken(svc.base, authorization);
   console.log("  running …");
   const sse = await measureSse(svc, authorization, token, s.sseStreams, s.seconds, s.warmup, s.sseMode);
   await stopProcess(svc.proc);

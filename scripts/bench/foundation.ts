@@ -27,11 +27,11 @@ import {
   num,
   percentile,
   poll,
-  printSummary,
   procCpuSeconds,
   procStatusMb,
   ratio,
   removeDir,
+  runBenchmarkMain,
   type SummaryRow,
   spawnTracked,
   stopProcess,
@@ -574,8 +574,5 @@ if (import.meta.main) {
     process.exit(0);
   } else if (role === "bare-server") childBareServer();
   else if (role !== undefined) throw new Error(`unknown child role ${role}`);
-  else {
-    printSummary(await runFoundation());
-    process.exit(0);
-  }
+  else await runBenchmarkMain(runFoundation);
 }

@@ -255,7 +255,6 @@ export function printSummary(rows: SummaryRow[]): void {
     console.log(`\n  ${targets - missed}/${targets} targets met${missed ? ` (${missed} missed)` : ""}.`);
 }
 
-/** The 1-minute load average (other work on the machine skews every figure). */
 /**
  * The top level of a benchmark script: runs it, prints the summary and the total time. Figures
  * are for the issue note, so the exit code is 0 even when a target is missed; 1 only when the
@@ -276,6 +275,7 @@ export async function runBenchmarkMain(run: () => Promise<SummaryRow[]>): Promis
   }
 }
 
+/** The 1-minute load average (other work on the machine skews every figure). */
 export function loadAverage(): number {
   try {
     return Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0]);

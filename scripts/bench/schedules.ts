@@ -12,13 +12,12 @@ import {
   api,
   envNumber,
   heading,
-  installCleanupHandlers,
   keyValues,
   ms,
   num,
-  printSummary,
   ratio,
   removeDir,
+  runBenchmarkMain,
   type SummaryRow,
   stopProcess,
   tempDir,
@@ -202,7 +201,5 @@ export async function runSchedulesBench(): Promise<SummaryRow[]> {
 }
 
 if (import.meta.main) {
-  installCleanupHandlers();
-  printSummary(await runSchedulesBench());
-  process.exit(0);
+  await runBenchmarkMain(runSchedulesBench);
 }

@@ -12,13 +12,12 @@ import {
   api,
   envNumber,
   heading,
-  installCleanupHandlers,
   keyValues,
   ms,
   num,
-  printSummary,
   ratio,
   removeDir,
+  runBenchmarkMain,
   type SummaryRow,
   stopProcess,
   tempDir,
@@ -108,7 +107,5 @@ export async function runStatusPagesBench(): Promise<SummaryRow[]> {
 }
 
 if (import.meta.main) {
-  installCleanupHandlers();
-  printSummary(await runStatusPagesBench());
-  process.exit(0);
+  await runBenchmarkMain(runStatusPagesBench);
 }

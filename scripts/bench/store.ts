@@ -13,9 +13,9 @@ import {
   heading,
   keyValues,
   num,
-  printSummary,
   ratio,
   removeDir,
+  runBenchmarkMain,
   type SummaryRow,
   table,
   tempDir,
@@ -216,6 +216,5 @@ export async function runStoreBench(): Promise<SummaryRow[]> {
 }
 
 if (import.meta.main) {
-  printSummary(await runStoreBench());
-  process.exit(0);
+  await runBenchmarkMain(runStoreBench);
 }
