@@ -67,7 +67,7 @@ export class AlertService {
    * the source has reported the problem gone. Otherwise a new alert fires and step 1 is notified.
    * Runs in the caller's write unit (the Events API's, a batch's, a monitor going down).
    */
-  async triggerIn(tx: Db, given: MonitorTable, input: Trigger, now: number) {
+  async triggerIn(tx: Db, given: MonitorTable, input: Trigger, now: number): Promise<void> {
     // The row as it is now: the caller read it earlier (it may be gone), or an earlier alert of
     // the same webhook or batch changed its status meanwhile.
     const monitor = await findMonitorById(tx, given.id);
@@ -77,12 +77,10 @@ export class AlertService {
       if (open.source_down === 0 || open.auto_resolve_at !== null) {
         await updateAlert(tx, open.id, { source_down: 1, auto_resolve_at: null });
       }
-      return { alert: toAlert({ ...open, source_down: 1, auto_resolve_at: null }), created: false };
+      return;
     }
     const latest = await latestAlertFor(tx, monitor.id, input.dedupKey);
-    if (latest && latest.source_down === 1 && !resolvedBySource(latest)) {
-      return { alert: toAlert(latest), created: false };
-    }
+    if (latest && latest.source_down === 1 && !resolvedBySource(latest)) return;
     const org = await this.orgOf(tx, monitor.org_id);
     const policy = monitor.escalation_policy_id
       ? await findPolicy(tx, org.id, monitor.escalation_policy_id)
@@ -133,19 +131,18 @@ export class AlertService {
     await updateAlert(tx, row.id, changes);
     await rewriteEventData(tx, row.org_id, event, toAlert({ ...row, ...changes }));
     await setMonitorStatus(tx, monitor, "down", now);
-    return { alert: toAlert({ ...row, ...changes }), created: true };
   }
 
   /**
    * The source reports the problem gone: the open alert resolves `freshness_seconds` later. Runs
    * in the caller's write unit.
    */
-  async sourceUpIn(tx: Db, given: MonitorTable, dedupKey: string, now: number) {
+  async sourceUpIn(tx: Db, given: MonitorTable, dedupKey: string, now: number): Promise<void> {
     // The row as it is now (see triggerIn): its status decides whether the monitor comes up.
     const monitor = await findMonitorById(tx, given.id);
-    if (!monitor) return null;
+    if (!monitor) return;
     const latest = await latestAlertFor(tx, monitor.id, dedupKey);
-    if (!latest) return null;
+    if (!latest) return;
     const changes: Partial<AlertTable> = { source_down: 0 };
     if (latest.status !== "resolved" && latest.auto_resolve_at === null) {
       changes.auto_resolve_at = now + monitor.freshness_seconds * 1000;
@@ -159,7 +156,6 @@ export class AlertService {
     ) {
       await setMonitorStatus(tx, monitor, "up", now);
     }
-    return toAlert({ ...latest, ...changes });
   }
 
   async acknowledge(orgId: string, alertId: string, by: string, note: string | undefined) {
