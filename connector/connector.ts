@@ -60,6 +60,7 @@ export class Connector {
       mode: this.mode,
       inFlight: this.slots.inUse,
       pending: this.window.pending,
+      stateWrites: this.state?.writes ?? 0,
     }));
     this.svc = new SvcClient(config.url, config.apiKey, config.filter);
     this.replies = new ReplyForwarder(this.svc, config.ingestToken, log, this.metrics, this.stopper.signal);
@@ -101,10 +102,7 @@ export class Connector {
       try {
         health = startHealthServer(this.config.healthListen, {
           ready: () => this.readiness(),
-          metrics: () => {
-            this.metrics.stateWrites = this.state?.writes ?? 0;
-            return this.metrics.render();
-          },
+          metrics: () => this.metrics.render(),
         });
       } catch (error) {
         this.log.error("cannot serve --health-listen", {

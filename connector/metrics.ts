@@ -12,7 +12,6 @@ export class Metrics {
   streamFallbacks = 0;
   polls = 0;
   cursorExpired = 0;
-  stateWrites = 0;
 
   /** Live values the connector supplies when scraped. */
   constructor(
@@ -22,6 +21,7 @@ export class Metrics {
       mode: string;
       inFlight: number;
       pending: number;
+      stateWrites: number;
     },
   ) {}
 
@@ -65,7 +65,7 @@ export class Metrics {
     );
     counter("svc_connector_polls_total", "Poll requests answered.", this.polls);
     counter("svc_connector_cursor_expired_total", "410 cursor_expired restarts.", this.cursorExpired);
-    counter("svc_connector_state_writes_total", "State file writes.", this.stateWrites);
+    counter("svc_connector_state_writes_total", "State file writes.", live.stateWrites);
     gauge("svc_connector_ready", "1 when ready.", live.ready ? 1 : 0);
     gauge("svc_connector_delivery_paused", "1 while the sink answers 401/403.", live.paused ? 1 : 0);
     for (const mode of ["stream", "poll"]) {

@@ -26,7 +26,7 @@ export class CursorWindow {
     return this.entries.length - this.head;
   }
 
-  get full(): boolean {
+  private get full(): boolean {
     return this.pending >= this.maxPending;
   }
 
